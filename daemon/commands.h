@@ -1,0 +1,21 @@
+// The subcommands of the `ghostline` binary. Each lives in its own daemon/cmd_*.cpp and is
+// listed once in daemon/commands.cpp.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace ghostline::daemon {
+
+// args are the arguments after the subcommand name.
+using CommandMain = int (*)(std::span<char* const> args);
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  CommandMain run;
+};
+
+std::span<const Command> commands();
+
+}  // namespace ghostline::daemon
