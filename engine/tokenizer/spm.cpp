@@ -18,6 +18,13 @@ void load_spm(Tokenizer::Impl& t) {
     if (id < 0) id = t.find(std::string(1, static_cast<char>(b)));
     t.byte_token[b] = id;
   }
+  t.spm_barrier.fill(true);
+  for (int32_t id = 0; id < t.n_vocab(); ++id) {
+    std::string_view s = t.text(id);
+    if (s.size() < 2) continue;
+    for (char c : s)
+      if (static_cast<unsigned char>(c) < 128) t.spm_barrier[static_cast<unsigned char>(c)] = false;
+  }
 }
 
 namespace {
@@ -51,13 +58,27 @@ void Tokenizer::Impl::encode_spm(std::string_view raw, std::vector<int32_t>& out
     else
       text += c;
   }
+  // Merge the stretches between barrier characters one at a time; a barrier character is a
+  // stretch of its own.
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 128 && spm_barrier[c]) {
+      if (i > start) encode_spm_piece(std::string_view(text).substr(start, i - start), out);
+      encode_spm_piece(std::string_view(text).substr(i, 1), out);
+      start = i + 1;
+    }
+  }
+  if (start < text.size()) encode_spm_piece(std::string_view(text).substr(start), out);
+}
 
+void Tokenizer::Impl::encode_spm_piece(std::string_view text, std::vector<int32_t>& out) const {
   std::vector<Symbol> symbols;
   symbols.reserve(text.size());
   for (size_t off = 0; off < text.size();) {
     // Characters as llama.cpp splits them; a byte that does not start a valid sequence is a
     // symbol of its own, so that invalid input still round-trips through <0xNN> tokens.
-    size_t n = utf8_sequence_length(std::string_view(text).substr(off));
+    size_t n = utf8_sequence_length(text.substr(off));
     if (n == 0) n = 1;
     int32_t index = static_cast<int32_t>(symbols.size());
     symbols.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(n), index - 1,
@@ -66,7 +87,7 @@ void Tokenizer::Impl::encode_spm(std::string_view raw, std::vector<int32_t>& out
   }
 
   std::vector<Bigram> heap;
-  const std::string_view all(text);
+  const std::string_view all = text;
   auto add_bigram = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     uint32_t size = symbols[left].size + symbols[right].size;

@@ -97,6 +97,9 @@ struct Tokenizer::Impl {
 
   // SentencePiece byte fallback: <0xNN> tokens (-1 when absent).
   std::array<int32_t, 256> byte_token{};
+  // ASCII bytes that occur in no token longer than one byte: no merge can cross them, so the
+  // text is merged piecewise between them (same result, far smaller queues).
+  std::array<bool, 128> spm_barrier{};
 
   int32_t n_vocab() const { return static_cast<int32_t>(types.size()); }
   std::string_view text(int32_t id) const {
@@ -116,6 +119,7 @@ struct Tokenizer::Impl {
   // Encoders of one stretch of ordinary text (no special tokens in it).
   void encode_bpe(std::string_view text, std::vector<int32_t>& out) const;
   void encode_spm(std::string_view text, std::vector<int32_t>& out) const;
+  void encode_spm_piece(std::string_view escaped, std::vector<int32_t>& out) const;
 };
 
 // Loaders (bpe.cpp, spm.cpp).
