@@ -71,6 +71,26 @@ class MergeTable {
   size_t mask_ = 0;
 };
 
+// BPE merge state of one word (bpe.cpp).
+struct BpeSymbol {
+  int32_t id;  // symbol id (token id below n_vocab)
+  int32_t prev, next;
+};
+
+struct BpeBigram {
+  int32_t rank;
+  int32_t left, right;
+  int32_t left_id, right_id;  // symbols when queued; stale entries no longer match
+  int32_t result;
+};
+
+// Min-heap order: lowest rank, then leftmost.
+struct BpeBigramAfter {
+  bool operator()(const BpeBigram& a, const BpeBigram& b) const {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  }
+};
+
 struct Tokenizer::Impl {
   enum class Kind { kBpe, kSpm };
   Kind kind = Kind::kBpe;
@@ -118,6 +138,8 @@ struct Tokenizer::Impl {
 
   // Encoders of one stretch of ordinary text (no special tokens in it).
   void encode_bpe(std::string_view text, std::vector<int32_t>& out) const;
+  void bpe_word(std::string_view word, std::vector<int32_t>& out, std::vector<BpeSymbol>& symbols,
+                std::vector<BpeBigram>& heap, std::string& encoded) const;
   void encode_spm(std::string_view text, std::vector<int32_t>& out) const;
   void encode_spm_piece(std::string_view escaped, std::vector<int32_t>& out) const;
 };
