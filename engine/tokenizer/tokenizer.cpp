@@ -244,10 +244,31 @@ std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool parse_sp
   std::vector<Fragment> frags;
   if (!text.empty()) frags.push_back({-1, 0, text.size()});
   std::vector<Fragment> next;
+  // Which byte pairs occur in the text: most candidate tokens can be ruled out without
+  // searching for them (deepseek-coder has 254 user-defined tokens).
+  std::vector<uint64_t> pairs;
+  auto may_occur = [&](std::string_view tok) {
+    if (pairs.empty()) {
+      pairs.assign(65536 / 64 + 256 / 64, 0);
+      for (size_t i = 0; i < text.size(); ++i) {
+        auto a = static_cast<unsigned char>(text[i]);
+        pairs[1024 + a / 64] |= 1ull << (a % 64);
+        if (i + 1 < text.size()) {
+          unsigned k = a << 8 | static_cast<unsigned char>(text[i + 1]);
+          pairs[k / 64] |= 1ull << (k % 64);
+        }
+      }
+    }
+    auto a = static_cast<unsigned char>(tok[0]);
+    if (tok.size() == 1) return (pairs[1024 + a / 64] >> (a % 64) & 1) != 0;
+    unsigned k = a << 8 | static_cast<unsigned char>(tok[1]);
+    return (pairs[k / 64] >> (k % 64) & 1) != 0;
+  };
   for (int32_t id : t.partition_tokens) {
     TokenType ty = t.types[id];
     if (!parse_special && ty != TokenType::USER_DEFINED) continue;
     std::string_view tok = t.text(id);
+    if (tok.size() > text.size() || !may_occur(tok)) continue;
     if (text.find(tok) == std::string_view::npos) continue;
     next.clear();
     for (const Fragment& f : frags) {
