@@ -194,6 +194,21 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
   detect(sp.fim_rep, kFimRepTexts);
   detect(sp.fim_sep, kFimSepTexts);
 
+  // Tokens that end a generation, as llama.cpp collects them: EOS, EOT, every token with an
+  // end-of-turn text (made control tokens too), and the FIM pad/repo/file separators, which a
+  // FIM model emits when the middle is done.
+  for (auto text : kEotTexts) {
+    int32_t id = t.find(text);
+    if (id < 0) continue;
+    t.types[id] = TokenType::CONTROL;
+    t.end_of_generation.push_back(id);
+  }
+  for (const auto& id : {sp.eos, sp.eot, sp.fim_pad, sp.fim_rep, sp.fim_sep})
+    if (id) t.end_of_generation.push_back(*id);
+  std::sort(t.end_of_generation.begin(), t.end_of_generation.end());
+  t.end_of_generation.erase(std::unique(t.end_of_generation.begin(), t.end_of_generation.end()),
+                            t.end_of_generation.end());
+
   if (t.kind == Impl::Kind::kBpe) {
     load_bpe(t, file);
     sp.add_bos =
@@ -391,6 +406,15 @@ std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
   int32_t id = impl_->find(text);
   if (id < 0) return std::nullopt;
   return id;
+}
+
+const std::vector<int32_t>& Tokenizer::end_of_generation() const {
+  return impl_->end_of_generation;
+}
+
+bool Tokenizer::is_end_of_generation(int32_t id) const {
+  const auto& eog = impl_->end_of_generation;
+  return std::binary_search(eog.begin(), eog.end(), id);
 }
 
 const Tokenizer::Specials& Tokenizer::specials() const {

@@ -57,6 +57,10 @@ class Tokenizer {
     bool add_bos = false;
   };
   const Specials& specials() const;
+  // Tokens after which generation stops (sorted): EOS, EOT, every token with a well-known
+  // end-of-turn text, and the FIM pad, repo and file-separator tokens.
+  const std::vector<int32_t>& end_of_generation() const;
+  bool is_end_of_generation(int32_t id) const;
   bool is_control(int32_t id) const;  // special/control tokens (never shown as completion text)
   std::string_view model() const;     // "gpt2" or "llama"
   std::string_view pre() const;       // pre-tokenizer name

@@ -106,8 +106,9 @@ struct Tokenizer::Impl {
   StringIndex index;
   std::deque<std::string> extra_strings;
   Specials specials;
-  std::vector<int32_t> partition_tokens;  // control, user-defined and unknown; longest first
-  bool add_space_prefix = true;           // SentencePiece
+  std::vector<int32_t> end_of_generation;  // sorted
+  std::vector<int32_t> partition_tokens;   // control, user-defined and unknown; longest first
+  bool add_space_prefix = true;            // SentencePiece
 
   // Byte-level BPE.
   std::unique_ptr<PreTokenizer> pretokenizer;

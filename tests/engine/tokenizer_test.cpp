@@ -196,7 +196,12 @@ TEST(Tokenizer, ReportsModelAndSpecials) {
   EXPECT_TRUE(ds->is_control(*s.fim_pre));
   EXPECT_FALSE(ds->is_control(ds->find_token("def").value()));
 
+  EXPECT_TRUE(ds->is_end_of_generation(32014));
+  EXPECT_FALSE(ds->is_end_of_generation(32013));
+
   auto sc = load("starcoder");
+  // <|endoftext|> (EOS and EOT), <fim_pad>, <repo_name>, <file_sep>.
+  EXPECT_EQ(sc->end_of_generation(), (std::vector<int32_t>{0, 4, 5, 6}));
   EXPECT_EQ(sc->specials().fim_pre, 1);
   EXPECT_EQ(sc->specials().fim_mid, 2);
   EXPECT_EQ(sc->specials().fim_suf, 3);
