@@ -136,6 +136,10 @@ PreTokenizer::PreTokenizer(std::string_view name) {
                              "qwen2, deepseek-coder, deepseek-llm, starcoder, refact, smollm, "
                              "falcon, command-r, mpt, olmo, stablelm2, dbrx and aliases");
   ignore_merges_ = spec->ignore_merges;
+  if (spec->regexes.front() == "[\r\n]")
+    newline_cut_ = NewlineCut::kAlways;
+  else if (spec->regexes.front() == kLlama3 || spec->regexes.front() == kQwen2)
+    newline_cut_ = NewlineCut::kBeforeNonSpace;
   for (std::string_view re : spec->regexes) {
     std::string pattern = expand_whitespace(re);
     int err = 0;

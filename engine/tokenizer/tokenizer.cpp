@@ -230,6 +230,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
         !t.text(id).empty())
       t.partition_tokens.push_back(id);
   }
+  for (int32_t id : t.partition_tokens)
+    if (t.text(id).find('\n') != std::string_view::npos) t.newline_in_special = true;
   std::stable_sort(t.partition_tokens.begin(), t.partition_tokens.end(),
                    [&](int32_t a, int32_t b) { return t.text(a).size() > t.text(b).size(); });
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
@@ -384,6 +386,24 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
       out.erase(before, 1);
   }
   return out;
+}
+
+bool Tokenizer::splits_exactly_at(std::string_view text, size_t pos) const {
+  if (pos == 0 || pos >= text.size()) return pos <= text.size();
+  const Impl& t = *impl_;
+  if (text[pos - 1] != '\n' || t.newline_in_special) return false;
+  // Conservative notion of "not whitespace": a printable ASCII character.
+  auto graphic = [&](size_t i) { return text[i] > ' ' && text[i] < 0x7f; };
+  if (t.kind == Impl::Kind::kSpm) return t.spm_barrier['\n'];
+  switch (t.pretokenizer->newline_cut()) {
+    case PreTokenizer::NewlineCut::kAlways:
+      return true;
+    case PreTokenizer::NewlineCut::kBeforeNonSpace:
+      return graphic(pos);
+    case PreTokenizer::NewlineCut::kBetweenNonSpaces:
+      return graphic(pos) && (pos == 1 || graphic(pos - 2));
+  }
+  return false;
 }
 
 std::string_view Tokenizer::token_text(int32_t id) const {

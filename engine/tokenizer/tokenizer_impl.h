@@ -109,6 +109,7 @@ struct Tokenizer::Impl {
   std::vector<int32_t> end_of_generation;  // sorted
   std::vector<int32_t> partition_tokens;   // control, user-defined and unknown; longest first
   bool add_space_prefix = true;            // SentencePiece
+  bool newline_in_special = false;         // a special token contains a newline
 
   // Byte-level BPE.
   std::unique_ptr<PreTokenizer> pretokenizer;
