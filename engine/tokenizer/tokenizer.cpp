@@ -4,6 +4,8 @@
 #include <functional>
 #include <stdexcept>
 
+#include <xxhash.h>
+
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer_impl.h"
 #include "engine/tokenizer/utf8.h"
@@ -11,6 +13,12 @@
 namespace ghostline::engine {
 
 // ---- StringIndex / MergeTable ----
+
+namespace {
+uint64_t hash_string(std::string_view s) {
+  return XXH3_64bits(s.data(), s.size());
+}
+}  // namespace
 
 void StringIndex::reserve(size_t n) {
   size_t cap = 16;
@@ -23,6 +31,21 @@ void StringIndex::reserve(size_t n) {
   size_ = 0;
   for (const Slot& s : old)
     if (s.value >= 0) put(s.key, s.value);
+  rebuild_filter();
+}
+
+// About 32 bits per key: two bits per key leave roughly 0.4% false positives.
+void StringIndex::rebuild_filter() {
+  size_t bits = 64;
+  while (bits < slots_.size() * 16) bits <<= 1;
+  filter_.assign(bits / 64, 0);
+  filter_mask_ = bits - 1;
+  for (const Slot& s : slots_) {
+    if (s.value < 0) continue;
+    uint64_t a = (s.hash >> 20) & filter_mask_, b = (s.hash >> 42) & filter_mask_;
+    filter_[a / 64] |= 1ull << (a % 64);
+    filter_[b / 64] |= 1ull << (b % 64);
+  }
 }
 
 void StringIndex::grow() {
@@ -31,7 +54,10 @@ void StringIndex::grow() {
 
 void StringIndex::put(std::string_view key, int32_t value) {
   if ((size_ + 1) * 2 > slots_.size()) grow();
-  uint64_t h = std::hash<std::string_view>{}(key);
+  uint64_t h = hash_string(key);
+  uint64_t a = (h >> 20) & filter_mask_, b = (h >> 42) & filter_mask_;
+  filter_[a / 64] |= 1ull << (a % 64);
+  filter_[b / 64] |= 1ull << (b % 64);
   for (size_t i = h & mask_;; i = (i + 1) & mask_) {
     Slot& s = slots_[i];
     if (s.value < 0) {
@@ -48,7 +74,8 @@ void StringIndex::put(std::string_view key, int32_t value) {
 
 int32_t StringIndex::get(std::string_view key) const {
   if (slots_.empty()) return -1;
-  uint64_t h = std::hash<std::string_view>{}(key);
+  uint64_t h = hash_string(key);
+  if (!may_contain(h)) return -1;
   for (size_t i = h & mask_;; i = (i + 1) & mask_) {
     const Slot& s = slots_[i];
     if (s.value < 0) return -1;

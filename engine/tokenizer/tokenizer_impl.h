@@ -25,7 +25,9 @@ enum class TokenType : uint8_t {
   BYTE = 6,
 };
 
-// Open-addressing map from strings to ids. Keys are views: the owner keeps them alive.
+// Open-addressing map from strings to ids. Keys are views: the owner keeps them alive. A small
+// two-bit filter in front answers most failed lookups (frequent in SentencePiece, which tries
+// every adjacent pair) without touching the table.
 class StringIndex {
  public:
   void reserve(size_t n);
@@ -40,9 +42,17 @@ class StringIndex {
     int32_t value = -1;
   };
   void grow();
+  void rebuild_filter();
+  bool may_contain(uint64_t hash) const {
+    if (filter_.empty()) return true;
+    uint64_t a = (hash >> 20) & filter_mask_, b = (hash >> 42) & filter_mask_;
+    return (filter_[a / 64] >> (a % 64) & 1) && (filter_[b / 64] >> (b % 64) & 1);
+  }
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
+  std::vector<uint64_t> filter_;
+  uint64_t filter_mask_ = 0;
 };
 
 // Open-addressing map from a pair of symbol ids to the BPE merge they form.
