@@ -415,6 +415,17 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   return out;
 }
 
+std::string Tokenizer::decode_continuation(std::span<const int32_t> ids) const {
+  std::string out;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= n_vocab())
+      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary of " +
+                              std::to_string(n_vocab()));
+    impl_->append_token_bytes(id, out);
+  }
+  return out;
+}
+
 bool Tokenizer::splits_exactly_at(std::string_view text, size_t pos) const {
   if (pos == 0 || pos >= text.size()) return pos <= text.size();
   const Impl& t = *impl_;

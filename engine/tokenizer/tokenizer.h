@@ -45,6 +45,9 @@ class Tokenizer {
   // encode() put in front of the text. Control tokens decode to their text; skip them with
   // is_control() when showing text to a user.
   std::string decode(std::span<const int32_t> ids) const;
+  // The exact bytes of the tokens, concatenated: for tokens that continue a text, such as
+  // generated ones, where a SentencePiece leading space is part of the text.
+  std::string decode_continuation(std::span<const int32_t> ids) const;
   // Whether encoding text[0, pos) and text[pos, end) separately gives the ids of the whole
   // (conservative: false when unsure). pos 0 and text.size() are always exact.
   bool splits_exactly_at(std::string_view text, size_t pos) const;

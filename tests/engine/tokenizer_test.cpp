@@ -224,6 +224,16 @@ TEST(Tokenizer, ReportsModelAndSpecials) {
   EXPECT_EQ(spm->token_bytes(3 + 0x41), "A");  // <0x41>
 }
 
+TEST(Tokenizer, DecodeContinuationKeepsLeadingSpaces) {
+  auto spm = load("llama-spm");
+  auto ids = spm->encode_continuation(" return x");
+  EXPECT_EQ(spm->decode_continuation(ids), " return x");
+  EXPECT_EQ(spm->decode(spm->encode("return x")), "return x");
+  auto bpe = load("starcoder");
+  EXPECT_EQ(bpe->decode_continuation(bpe->encode(" return x")), " return x");
+  EXPECT_THROW(bpe->decode_continuation(std::vector<int32_t>{-1}), std::out_of_range);
+}
+
 TEST(Tokenizer, SpecialTokensAreParsedOnlyWhenAllowed) {
   auto sc = load("starcoder");
   const std::string text = "<fim_prefix>def f():<fim_suffix>\n<fim_middle>";
