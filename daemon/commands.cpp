@@ -4,8 +4,12 @@
 
 namespace ghostline::daemon {
 
+int serve_main(std::span<char* const> args);
+
 std::span<const Command> commands() {
-  static constexpr std::array<Command, 0> kCommands = {};
+  static constexpr std::array kCommands = {
+      Command{"serve", "run the LSP server (stdio, TCP or unix socket)", serve_main},
+  };
   return kCommands;
 }
 

@@ -1,0 +1,32 @@
+// The completion pipeline behind the LSP server: document text -> FIM prompt -> engine ->
+// post-processed completion. Built from the command-line engine options.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "daemon/cli_args.h"
+#include "lsp/completer.h"
+
+namespace ghostline::daemon {
+
+struct EngineOptions {
+  std::string model;       // GGUF file; empty: the default model shipped in models/
+  std::string draft;       // optional draft model for speculative decoding
+  int threads = 0;         // 0: all cores
+  int max_tokens = 48;
+  int deadline_ms = 80;
+};
+
+void add_engine_options(ArgParser& parser, EngineOptions& options);
+
+// Where the default model is looked for: models/ beside the source tree the binary was built
+// from, or $GHOSTLINE_MODEL_DIR.
+std::string default_model_path();
+
+// Loads the model and returns the completer. When no model file exists the completer says so
+// (ready() is false) rather than pretending; a model that exists but cannot be loaded throws
+// with the reason.
+std::unique_ptr<lsp::Completer> make_completion_service(const EngineOptions& options);
+
+}  // namespace ghostline::daemon
