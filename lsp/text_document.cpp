@@ -119,8 +119,6 @@ std::optional<size_t> TextDocument::offset_of(Position p, PositionEncoding encod
   if (static_cast<size_t>(p.line) >= line_starts_.size()) return std::nullopt;
   std::string_view line = line_text(static_cast<size_t>(p.line));
   size_t base = line_starts_[p.line];
-  if (encoding == PositionEncoding::Utf8)
-    return base + std::min<size_t>(static_cast<size_t>(p.character), line.size());
   int64_t units = 0;
   size_t i = 0;
   while (i < line.size() && units < p.character) {
