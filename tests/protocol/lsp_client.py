@@ -161,4 +161,9 @@ class SocketClient(Client):
         super().__init__(sock.sendall, lambda: sock.recv(65536), lambda: sock.shutdown(socket.SHUT_WR))
 
     def close(self):
+        # shutdown first: close() alone waits for the reader thread's recv() to return.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
