@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <exception>
 
+#include <nlohmann/json.hpp>
+
 namespace ghostline::lsp {
 
 using Clock = std::chrono::steady_clock;
@@ -105,6 +107,16 @@ void Scheduler::finish(const std::shared_ptr<Job>& job, Outcome outcome) {
   if (job->answered) return;
   job->answered = true;
   live_.erase(job->id);
+  if (outcome.kind == Outcome::Kind::Completed) {
+    constexpr size_t kRecent = 64;
+    auto stats = nlohmann::json::parse(outcome.result.stats_json.empty() ? "{}" : outcome.result.stats_json,
+                                       nullptr, false);
+    if (!stats.is_object()) stats = nlohmann::json::object();
+    stats["queueMs"] = outcome.queue_ms;
+    stats["completeMs"] = outcome.complete_ms;
+    recent_stats_.push_back(stats.dump());
+    if (recent_stats_.size() > kRecent) recent_stats_.pop_front();
+  }
   if (auto it = latest_by_document_.find(job->document_key);
       it != latest_by_document_.end() && it->second == job->id)
     latest_by_document_.erase(it);

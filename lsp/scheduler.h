@@ -63,6 +63,9 @@ class Scheduler {
   void stop();
 
   SchedulerCounters counters() const;
+  // I/O thread only: statistics of the most recent completed requests, oldest first, each the
+  // completer's stats object with the scheduler's queueMs and completeMs added.
+  const std::deque<std::string>& recent_stats() const { return recent_stats_; }
   std::chrono::milliseconds default_debounce() const { return debounce_; }
 
  private:
@@ -78,6 +81,7 @@ class Scheduler {
   std::unordered_map<JobId, std::shared_ptr<Job>> live_;        // not yet answered
   std::unordered_map<std::string, JobId> latest_by_document_;
   JobId next_id_ = 1;
+  std::deque<std::string> recent_stats_;
 
   // Shared with the engine thread.
   mutable std::mutex mutex_;

@@ -563,7 +563,10 @@ void Session::on_cancel_request(const json& params) {
 
 void Session::on_stats(const json& id, const json&) {
   auto c = scheduler_.counters();
+  json recent = json::array();
+  for (const auto& r : scheduler_.recent_stats()) recent.push_back(json::parse(r));
   reply(id, {{"completer", completer_.describe()},
+             {"recent", std::move(recent)},
              {"scheduler",
               {{"submitted", c.submitted},
                {"completed", c.completed},
