@@ -56,18 +56,18 @@ const char* stop_reason_name(StopReason reason);
 
 struct GenerateOptions {
   int max_tokens = 64;
-  SamplerOptions sampling;
-  std::vector<int32_t> stop_tokens;  // besides the model's EOS and EOT
+  SamplerOptions sampling{};
+  std::vector<int32_t> stop_tokens{};  // besides the model's EOS and EOT
   // Called after each accepted token with all generated tokens; true stops (text stop rules).
-  std::function<bool(std::span<const int32_t> generated)> should_stop;
+  std::function<bool(std::span<const int32_t> generated)> should_stop{};
   const std::atomic<bool>* cancel = nullptr;
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
   // Called with each accepted token as it is generated (streaming).
-  std::function<void(int32_t token)> on_token;
+  std::function<void(int32_t token)> on_token{};
 };
 
 struct GenerateResult {
-  std::vector<int32_t> tokens;  // generated tokens, stop token excluded
+  std::vector<int32_t> tokens{};  // generated tokens, stop token excluded
   StopReason reason = StopReason::MaxTokens;
   int prompt_tokens = 0;
   int reused_tokens = 0;     // prompt tokens whose KV the sequence already held
