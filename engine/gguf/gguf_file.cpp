@@ -404,11 +404,11 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::filesystem::path& path) {
   // Each key/value takes at least 13 bytes (key length, type, one-byte value) and each tensor
   // description at least 24, so larger counts are corrupt: refuse them before reserving.
   if (n_kv > in.remaining() / 13)
-    in.fail("corrupt metadata count " + std::to_string(n_kv) + " (file has " +
-            std::to_string(in.remaining()) + " bytes left)");
+    in.fail("metadata count " + std::to_string(n_kv) + " cannot fit in the " +
+            std::to_string(in.remaining()) + " bytes left: the file is truncated or corrupt");
   if (n_tensors > in.remaining() / 24)
-    in.fail("corrupt tensor count " + std::to_string(n_tensors) + " (file has " +
-            std::to_string(in.remaining()) + " bytes left)");
+    in.fail("tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
+            std::to_string(in.remaining()) + " bytes left: the file is truncated or corrupt");
 
   // Metadata.
   f->values_.reserve(static_cast<size_t>(n_kv));
