@@ -23,12 +23,18 @@ bool is_set(const std::atomic<bool>* flag) {
 
 const char* stop_reason_name(StopReason reason) {
   switch (reason) {
-    case StopReason::MaxTokens: return "max_tokens";
-    case StopReason::StopToken: return "stop_token";
-    case StopReason::Callback: return "stop_rule";
-    case StopReason::Cancelled: return "cancelled";
-    case StopReason::Deadline: return "deadline";
-    case StopReason::ContextFull: return "context_full";
+    case StopReason::MaxTokens:
+      return "max_tokens";
+    case StopReason::StopToken:
+      return "stop_token";
+    case StopReason::Callback:
+      return "stop_rule";
+    case StopReason::Cancelled:
+      return "cancelled";
+    case StopReason::Deadline:
+      return "deadline";
+    case StopReason::ContextFull:
+      return "context_full";
   }
   return "unknown";
 }
@@ -39,14 +45,14 @@ Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptio
   if (pool.n_layer() != c.n_layer || pool.kv_dim() != c.kv_dim())
     throw std::invalid_argument("Generator: the KV block pool was made for another model shape (" +
                                 std::to_string(pool.n_layer()) + " layers x " +
-                                std::to_string(pool.kv_dim()) + " vs " +
-                                std::to_string(c.n_layer) + " x " + std::to_string(c.kv_dim()) +
-                                ")");
+                                std::to_string(pool.kv_dim()) + " vs " + std::to_string(c.n_layer) +
+                                " x " + std::to_string(c.kv_dim()) + ")");
   options_.chunk_tokens = std::max(1, options_.chunk_tokens);
   options_.threads = std::max(1, options_.threads);
-  backend_ = make_cpu_backend(
-      model, pool, {.threads = options_.threads, .path = options_.path,
-                    .max_batch_tokens = options_.chunk_tokens});
+  backend_ = make_cpu_backend(model, pool,
+                              {.threads = options_.threads,
+                               .path = options_.path,
+                               .max_batch_tokens = options_.chunk_tokens});
 }
 
 Generator::~Generator() = default;
@@ -91,7 +97,7 @@ bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, Logits
     std::span<float> out;
     if (n_wanted > 0)
       out = std::span<float>(logits_).subspan(size_t(wanted_from - first_wanted) * n_vocab,
-                                               size_t(n_wanted) * n_vocab);
+                                              size_t(n_wanted) * n_vocab);
     backend_->forward(batch, out);
     seq.n_tokens += e - s;
   }

@@ -38,8 +38,8 @@ class Binder {
     const GgufTensor* t = file_.tensor(name);
     if (!t) {
       if (!optional)
-        problems_.push_back("tensor '" + name + "' is missing (expected shape " +
-                            shape_text(want) + ")");
+        problems_.push_back("tensor '" + name + "' is missing (expected shape " + shape_text(want) +
+                            ")");
       return nullptr;
     }
     if (t->shape != want) {

@@ -17,7 +17,9 @@ struct ArchTraits {
 // llama files store Q/K permuted for adjacent-pair RoPE; qwen2 rotates the two halves.
 constexpr ArchTraits kArchitectures[] = {{"llama", false}, {"qwen2", true}};
 
-std::string file_name(const GgufFile& file) { return file.path().filename().string(); }
+std::string file_name(const GgufFile& file) {
+  return file.path().filename().string();
+}
 
 int64_t required_int(const GgufFile& file, const std::string& key) {
   auto v = file.get_int(key);
@@ -107,7 +109,8 @@ ModelConfig read_model_config(const GgufFile& file) {
   if (const GgufTensor* embd = file.tensor("token_embd.weight"); embd && embd->shape.size() == 2)
     if (c.n_vocab == 0) c.n_vocab = static_cast<int>(embd->shape[1]);
   if (c.n_vocab <= 0)
-    throw ModelError(file_name(file) + ": the vocabulary size is unknown (no tokenizer.ggml.tokens)");
+    throw ModelError(file_name(file) +
+                     ": the vocabulary size is unknown (no tokenizer.ggml.tokens)");
 
   c.tied_output = file.tensor("output.weight") == nullptr;
   c.qkv_bias = file.tensor("blk.0.attn_q.bias") != nullptr;

@@ -16,7 +16,9 @@ namespace {
 
 constexpr int kB = KvBlockPool::kBlockTokens;
 
-const float* f32_data(const GgufTensor* t) { return reinterpret_cast<const float*>(t->data); }
+const float* f32_data(const GgufTensor* t) {
+  return reinterpret_cast<const float*>(t->data);
+}
 
 // y[t][r] = sum_c W[r][c] x[t][c] for each of n tokens.
 void matmul(const GgufTensor& w, const std::vector<float>& x, int n, std::vector<float>& y) {
@@ -60,7 +62,9 @@ void rope(float* v, int n_heads, int pos, const ModelConfig& c) {
   }
 }
 
-double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double silu(double x) {
+  return x / (1.0 + std::exp(-x));
+}
 
 class ReferenceBackend final : public Backend {
  public:
@@ -75,8 +79,8 @@ class ReferenceBackend final : public Backend {
     const int E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), d = c.head_dim;
 
     // x: the residual stream, one row of n_embd per token.
-    std::vector<float> x(size_t(n) * E), xb(size_t(n) * E), q, k, v, att_out(size_t(n) * Q),
-        proj, gate, up;
+    std::vector<float> x(size_t(n) * E), xb(size_t(n) * E), q, k, v, att_out(size_t(n) * Q), proj,
+        gate, up;
     const size_t embd_row_bytes = ggml_row_bytes(w.token_embd->type, E);
     for (int t = 0; t < n; ++t)
       cpu::dequantize_row(w.token_embd->type,
@@ -135,8 +139,7 @@ class ReferenceBackend final : public Backend {
         rmsnorm(&xb[size_t(t) * E], &x[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps);
       matmul(*lw.w_gate, xb, n, gate);
       matmul(*lw.w_up, xb, n, up);
-      for (size_t i = 0; i < gate.size(); ++i)
-        gate[i] = static_cast<float>(silu(gate[i]) * up[i]);
+      for (size_t i = 0; i < gate.size(); ++i) gate[i] = static_cast<float>(silu(gate[i]) * up[i]);
       matmul(*lw.w_down, gate, n, proj);
       for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
     }

@@ -12,7 +12,10 @@
 namespace ghostline::engine {
 namespace {
 
-const char* kModel = "../shared/data/models/ref-qwen2-dscoder-q8_0.gguf";
+// F16 weights: the fast path computes them without quantizing activations, so its results
+// for different batch sizes agree to float rounding (quantized types differ by up to ~0.05
+// std between the decode and prefill kernels, as they do from llama.cpp).
+const char* kModel = "../shared/data/models/ref-llama-spm-f16.gguf";
 
 // A prompt of 45 tokens (not a multiple of the block size, so partial blocks are exercised).
 std::vector<int32_t> prompt_ids(int n = 45) {
@@ -21,13 +24,19 @@ std::vector<int32_t> prompt_ids(int n = 45) {
   return ids;
 }
 
+// Max |a - b| in units of the standard deviation of b.
 double max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  double m = 0;
+  double m = 0, mean = 0, sq = 0;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
-  return m;
+  for (float x : b) mean += x;
+  mean /= double(b.size());
+  for (float x : b) sq += (x - mean) * (x - mean);
+  return m / std::sqrt(sq / double(b.size()));
 }
 
-std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+std::vector<float> copy(std::span<const float> s) {
+  return {s.begin(), s.end()};
+}
 
 class GeneratorTest : public testing::TestWithParam<ForwardPath> {
  protected:
@@ -42,7 +51,7 @@ class GeneratorTest : public testing::TestWithParam<ForwardPath> {
   }
   // The fast path runs different kernels for different batch sizes (the order of sums
   // changes); the reference path computes every token alone, so its results are identical.
-  double tolerance() const { return GetParam() == ForwardPath::Reference ? 0.0 : 2e-3; }
+  double tolerance() const { return GetParam() == ForwardPath::Reference ? 0.0 : 1e-3; }
 
   static std::unique_ptr<Model> model_;
 };
@@ -164,8 +173,7 @@ TEST_P(GeneratorTest, GenerateHonoursStopConditions) {
     if (std::find(full.tokens.begin(), full.tokens.begin() + i, full.tokens[i]) ==
         full.tokens.begin() + i)
       stop_at = i;
-  auto stopped =
-      gen.generate(seq, ids, {.max_tokens = 6, .stop_tokens = {full.tokens[stop_at]}});
+  auto stopped = gen.generate(seq, ids, {.max_tokens = 6, .stop_tokens = {full.tokens[stop_at]}});
   EXPECT_EQ(stopped.reason, StopReason::StopToken);
   EXPECT_EQ(stopped.tokens,
             std::vector<int32_t>(full.tokens.begin(), full.tokens.begin() + stop_at));
@@ -182,18 +190,18 @@ TEST_P(GeneratorTest, GenerateHonoursStopConditions) {
   // Cancelling after the third token stops before another step is run.
   std::atomic<bool> cancel{false};
   int streamed = 0;
-  auto cancelled = gen.generate(seq, ids, {.max_tokens = 6, .cancel = &cancel,
-                                           .on_token = [&](int32_t) {
-                                             if (++streamed == 3) cancel = true;
-                                           }});
+  auto cancelled =
+      gen.generate(seq, ids, {.max_tokens = 6, .cancel = &cancel, .on_token = [&](int32_t) {
+                                if (++streamed == 3) cancel = true;
+                              }});
   EXPECT_EQ(cancelled.reason, StopReason::Cancelled);
   EXPECT_EQ(cancelled.tokens.size(), 3u);
   EXPECT_EQ(seq.n_tokens, 20 + 2);
   pool.release(seq);
 
   // A deadline already passed stops before prefill.
-  auto late = gen.generate(seq, ids,
-                           {.max_tokens = 6, .deadline = std::chrono::steady_clock::now()});
+  auto late =
+      gen.generate(seq, ids, {.max_tokens = 6, .deadline = std::chrono::steady_clock::now()});
   EXPECT_EQ(late.reason, StopReason::Deadline);
   EXPECT_TRUE(late.tokens.empty());
   pool.release(seq);

@@ -25,7 +25,8 @@ TEST(Sampler, TemperatureDistributionIsSoftmax) {
   s.distribution(kLogits, p);
   double z = 0;
   for (float l : kLogits) z += std::exp(l / 2.0);
-  for (size_t i = 0; i < kLogits.size(); ++i) EXPECT_NEAR(p[i], std::exp(kLogits[i] / 2.0) / z, 1e-6);
+  for (size_t i = 0; i < kLogits.size(); ++i)
+    EXPECT_NEAR(p[i], std::exp(kLogits[i] / 2.0) / z, 1e-6);
 }
 
 TEST(Sampler, TopKKeepsTheKBest) {

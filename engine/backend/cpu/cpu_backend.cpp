@@ -26,7 +26,9 @@ cpu::WeightMatrix as_matrix(const GgufTensor* t) {
           .row_bytes = ggml_row_bytes(t->type, t->shape[0])};
 }
 
-const float* f32_data(const GgufTensor* t) { return reinterpret_cast<const float*>(t->data); }
+const float* f32_data(const GgufTensor* t) {
+  return reinterpret_cast<const float*>(t->data);
+}
 
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
   float ss = 0;
@@ -42,7 +44,10 @@ struct LayerMatrices {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Model& model, KvBlockPool& pool, const BackendOptions& options)
-      : model_(model), kv_(pool), threads_(options.threads), max_batch_(options.max_batch_tokens),
+      : model_(model),
+        kv_(pool),
+        threads_(options.threads),
+        max_batch_(options.max_batch_tokens),
         compute_(options.threads) {
     const ModelConfig& c = model.config();
     const ModelWeights& w = model.weights();
@@ -53,8 +58,8 @@ class CpuBackend final : public Backend {
     // RoPE frequencies per pair of dimensions, in double: theta_i = scale * base^(-2i/d).
     inv_freq_.resize(size_t(c.head_dim / 2));
     for (int i = 0; i < c.head_dim / 2; ++i)
-      inv_freq_[size_t(i)] = double(c.rope_freq_scale) *
-                             std::pow(double(c.rope_theta), -2.0 * i / c.head_dim);
+      inv_freq_[size_t(i)] =
+          double(c.rope_freq_scale) * std::pow(double(c.rope_theta), -2.0 * i / c.head_dim);
     const size_t B = size_t(max_batch_);
     x_.resize(B * c.n_embd);
     xb_.resize(B * std::max(c.n_embd, c.q_dim()));
@@ -89,7 +94,8 @@ class CpuBackend final : public Backend {
                          .n_logits = n_wanted};
       std::span<float> out;
       if (n_wanted > 0)
-        out = logits.subspan(size_t(wanted_from - first_logit) * n_vocab, size_t(n_wanted) * n_vocab);
+        out =
+            logits.subspan(size_t(wanted_from - first_logit) * n_vocab, size_t(n_wanted) * n_vocab);
       forward_slice(slice, out);
     }
   }
