@@ -20,10 +20,6 @@ KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
   for (size_t i = n_blocks; i-- > 0;) free_.push_back(static_cast<BlockId>(i));
 }
 
-size_t KvBlockPool::block_bytes() const {
-  return static_cast<size_t>(n_layer_) * 2 * kBlockTokens * kv_dim_ * sizeof(uint16_t);
-}
-
 void KvBlockPool::check(BlockId id) const {
   if (id < 0 || id >= capacity())
     throw std::out_of_range("KvBlockPool: block id " + std::to_string(id) + " out of range");

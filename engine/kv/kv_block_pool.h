@@ -52,7 +52,11 @@ class KvBlockPool {
 
   int n_layer() const { return n_layer_; }
   int kv_dim() const { return kv_dim_; }
-  size_t block_bytes() const;
+  size_t block_bytes() const { return block_bytes_for(n_layer_, kv_dim_); }
+  // Bytes of one block for a model shape, to size a budget in tokens.
+  static size_t block_bytes_for(int n_layer, int kv_dim) {
+    return static_cast<size_t>(n_layer) * 2 * kBlockTokens * static_cast<size_t>(kv_dim) * 2;
+  }
   int capacity() const { return static_cast<int>(refcount_.size()); }
 
   // A free block with reference count 1. When none is free, calls the reclaim hook (the
