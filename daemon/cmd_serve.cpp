@@ -36,9 +36,9 @@ int serve_main(std::span<char* const> args) {
   add_engine_options(p, engine);
   p.option("--debounce-ms", "MS", "wait this long for a newer keystroke before completing",
            &server.defaults.debounce_ms);
-  p.option("--max-tokens", "N", "longest completion in tokens (0: the engine's default)",
+  p.option("--max-tokens", "N", "longest completion in tokens (0: 48)",
            &server.defaults.max_tokens);
-  p.option("--deadline-ms", "MS", "reply with what is done after this long (0: the engine's default)",
+  p.option("--deadline-ms", "MS", "reply with what is done after this long (0: 80)",
            &server.defaults.deadline_ms);
   p.option("--max-message-mib", "MIB", "largest LSP message accepted", &max_message_mib);
   p.option("--log-level", "LEVEL", "trace, debug, info, warn, error or off", &log_level);

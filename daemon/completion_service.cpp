@@ -1,11 +1,30 @@
 #include "daemon/completion_service.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/post_process.h"
+#include "daemon/prompt.h"
+#include "engine/generator.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::daemon {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 // Declares itself not ready: the server then answers with no items and tells the user why.
 class NoModelCompleter : public lsp::Completer {
@@ -21,12 +40,116 @@ class NoModelCompleter : public lsp::Completer {
   std::string why_;
 };
 
+// The model behind the LSP server. Runs on the engine thread only. The KV of the previous
+// prompt is kept, so a keystroke prefills only the tokens after the longest common prefix.
+class EngineCompleter : public lsp::Completer {
+ public:
+  EngineCompleter(const EngineOptions& options, const std::string& path)
+      : options_(options), path_(path) {
+    auto start = Clock::now();
+    model_ = engine::Model::load(path);
+    for (const auto& w : model_->warnings()) spdlog::warn("{}", w);
+    const auto& cfg = model_->config();
+    pool_ = std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim,
+                                                  static_cast<size_t>(options.kv_mib) << 20);
+    int threads = options.threads > 0 ? options.threads
+                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    generator_ = std::make_unique<engine::Generator>(*model_, *pool_, engine::GeneratorOptions{.threads = threads});
+    fim_ = fim_tokens(model_->tokenizer());
+    mode_ = fim_.pre < 0 ? FimMode::PrefixOnly : FimMode::Psm;
+    if (model_->file().get_bool("ghostline.fim.spm").value_or(false) && fim_.pre >= 0) mode_ = FimMode::Spm;
+    spdlog::info("loaded {} ({} parameters, {} threads, {} prompts) in {:.0f} ms", path,
+                 model_->n_params(), threads, fim_mode_name(mode_), ms_since(start));
+  }
+
+  ~EngineCompleter() override { pool_->release(cached_); }
+
+  std::string describe() const override {
+    return path_ + " (" + fim_mode_name(mode_) + ")";
+  }
+
+  lsp::CompletionResult complete(const lsp::CompletionRequest& request,
+                                 const lsp::CancelToken& cancel) override {
+    auto start = Clock::now();
+    int deadline_ms = request.deadline_ms > 0 ? request.deadline_ms : options_.deadline_ms;
+    int max_tokens = request.max_tokens > 0 ? request.max_tokens : options_.max_tokens;
+    const auto& tokenizer = model_->tokenizer();
+
+    PromptLimits limits;
+    int room = model_->n_ctx() - max_tokens - 8;
+    limits.max_prefix_tokens = std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens));
+    Prompt prompt = build_prompt(tokenizer, fim_, mode_, request.text, request.cursor, limits);
+    double prompt_ms = ms_since(start);
+
+    // Reuse the KV of the longest common prefix with what the cache holds; at least the last
+    // prompt token is run again so that its logits exist.
+    size_t common = 0;
+    while (common < cached_tokens_.size() && common < prompt.tokens.size() &&
+           cached_tokens_[common] == prompt.tokens[common])
+      ++common;
+    common = std::min(common, prompt.tokens.size() - 1);
+    pool_->truncate(cached_, static_cast<int>(common));
+    cached_tokens_.resize(common);
+
+    CompletionShape shape = shape_at(request.text, request.cursor);
+    engine::GenerateOptions gen;
+    gen.max_tokens = max_tokens;
+    gen.stop_tokens = fim_.stop;
+    gen.cancel = cancel.flag();
+    gen.deadline = start + std::chrono::milliseconds(deadline_ms);
+    gen.should_stop = [&](std::span<const int32_t> tokens) {
+      return should_stop(shape, tokenizer.decode(tokens));
+    };
+    engine::GenerateResult r;
+    try {
+      r = generator_->generate(cached_, prompt.tokens, gen);
+    } catch (...) {
+      pool_->release(cached_);
+      cached_tokens_.clear();
+      throw;
+    }
+    // The sequence holds the KV of the prompt and of the generated tokens but the last.
+    cached_tokens_ = prompt.tokens;
+    cached_tokens_.insert(cached_tokens_.end(), r.tokens.begin(), r.tokens.end());
+    cached_tokens_.resize(std::min<size_t>(cached_tokens_.size(), cached_.n_tokens));
+
+    lsp::CompletionResult result;
+    std::vector<int32_t> visible;
+    for (int32_t t : r.tokens)
+      if (!tokenizer.is_control(t)) visible.push_back(t);
+    result.insert_text = finish_completion(shape, tokenizer.decode(visible));
+    result.replace_begin = result.replace_end = request.cursor;
+    nlohmann::json stats = {
+        {"promptTokens", r.prompt_tokens},     {"matchedTokens", r.reused_tokens},
+        {"prefilledTokens", r.prefilled_tokens}, {"generatedTokens", r.tokens.size()},
+        {"fim", fim_mode_name(prompt.mode)},   {"truncated", prompt.truncated},
+        {"stop", engine::stop_reason_name(r.reason)},
+        {"promptMs", prompt_ms},               {"prefillMs", r.prefill_ms},
+        {"decodeMs", r.decode_ms},             {"totalMs", ms_since(start)},
+    };
+    result.stats_json = stats.dump();
+    spdlog::info("completion: {}", result.stats_json);
+    return result;
+  }
+
+ private:
+  EngineOptions options_;
+  std::string path_;
+  std::unique_ptr<engine::Model> model_;
+  std::unique_ptr<engine::KvBlockPool> pool_;
+  std::unique_ptr<engine::Generator> generator_;
+  FimTokens fim_;
+  FimMode mode_ = FimMode::Psm;
+  engine::KvSequence cached_;
+  std::vector<int32_t> cached_tokens_;
+};
+
 }  // namespace
 
 void add_engine_options(ArgParser& p, EngineOptions& o) {
   p.option("-m,--model", "FILE", "GGUF model to complete with (default: " + default_model_path() + ")", &o.model);
-  p.option("--draft", "FILE", "smaller GGUF model with the same vocabulary, for speculative decoding", &o.draft);
   p.option("-t,--threads", "N", "compute threads (0: all cores)", &o.threads);
+  p.option("--kv-mib", "MIB", "memory for the KV cache", &o.kv_mib);
 }
 
 std::string default_model_path() {
@@ -42,7 +165,7 @@ std::unique_ptr<lsp::Completer> make_completion_service(const EngineOptions& opt
     return std::make_unique<NoModelCompleter>("no model: the default model " + path +
                                               " is not there; pass --model FILE");
   }
-  throw std::runtime_error("cannot load '" + path + "': this build has no inference engine yet");
+  return std::make_unique<EngineCompleter>(options, path);
 }
 
 }  // namespace ghostline::daemon

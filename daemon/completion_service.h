@@ -12,10 +12,10 @@ namespace ghostline::daemon {
 
 struct EngineOptions {
   std::string model;       // GGUF file; empty: the default model shipped in models/
-  std::string draft;       // optional draft model for speculative decoding
   int threads = 0;         // 0: all cores
   int max_tokens = 48;
   int deadline_ms = 80;
+  int kv_mib = 256;
 };
 
 void add_engine_options(ArgParser& parser, EngineOptions& options);
