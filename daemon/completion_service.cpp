@@ -74,9 +74,10 @@ class EngineCompleter : public lsp::Completer {
     refs_ = std::make_unique<PoolRefcounts>(*pool_);
     cache_ = std::make_unique<cache::PrefixCache>(*refs_, engine::KvBlockPool::kBlockTokens, cache_blocks);
     pool_->set_reclaim_hook([this](int wanted) { return cache_->evict(static_cast<size_t>(wanted)) > 0; });
-    fim_ = fim_tokens(model_->tokenizer());
-    mode_ = fim_.pre < 0 ? FimMode::PrefixOnly : FimMode::Psm;
-    if (model_->file().get_bool("ghostline.fim.spm").value_or(false) && fim_.pre >= 0) mode_ = FimMode::Spm;
+    FimTokens fim = fim_tokens(model_->tokenizer());
+    FimMode mode = model_->file().get_bool("ghostline.fim.spm").value_or(false) ? FimMode::Spm : FimMode::Psm;
+    prompts_ = std::make_unique<PromptAssembler>(model_->tokenizer(), std::move(fim), mode);
+    mode_ = prompts_->mode();
     spdlog::info("loaded {} ({} parameters, {} threads, {} prompts) in {:.0f} ms", path,
                  model_->n_params(), threads, fim_mode_name(mode_), ms_since(start));
   }
@@ -97,7 +98,7 @@ class EngineCompleter : public lsp::Completer {
     PromptLimits limits;
     int room = model_->n_ctx() - max_tokens - 8;
     limits.max_prefix_tokens = std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens));
-    Prompt prompt = build_prompt(tokenizer, fim_, mode_, request.text, request.cursor, limits);
+    Prompt prompt = prompts_->build(request.text, request.cursor, limits);
     double prompt_ms = ms_since(start);
 
     // Start from the longest cached prefix; the last prompt token is always run again so that
@@ -114,7 +115,7 @@ class EngineCompleter : public lsp::Completer {
     CompletionShape shape = shape_at(request.text, request.cursor);
     engine::GenerateOptions gen;
     gen.max_tokens = max_tokens;
-    gen.stop_tokens = fim_.stop;
+    gen.stop_tokens = prompts_->fim().stop;
     gen.cancel = cancel.flag();
     gen.deadline = start + std::chrono::milliseconds(deadline_ms);
     gen.should_stop = [&](std::span<const int32_t> tokens) {
@@ -146,6 +147,7 @@ class EngineCompleter : public lsp::Completer {
         {"promptTokens", r.prompt_tokens},     {"matchedTokens", r.reused_tokens},
         {"prefilledTokens", r.prefilled_tokens}, {"generatedTokens", r.tokens.size()},
         {"fim", fim_mode_name(prompt.mode)},   {"truncated", prompt.truncated},
+        {"segments", prompt.segments},         {"segmentsTokenized", prompt.segments_tokenized},
         {"stop", engine::stop_reason_name(r.reason)},
         {"promptMs", prompt_ms},               {"prefillMs", r.prefill_ms},
         {"decodeMs", r.decode_ms},             {"totalMs", ms_since(start)},
@@ -166,7 +168,7 @@ class EngineCompleter : public lsp::Completer {
   std::unique_ptr<engine::Model> model_;
   std::unique_ptr<engine::KvBlockPool> pool_;
   std::unique_ptr<engine::Generator> generator_;
-  FimTokens fim_;
+  std::unique_ptr<PromptAssembler> prompts_;
   FimMode mode_ = FimMode::Psm;
   std::unique_ptr<PoolRefcounts> refs_;
   std::unique_ptr<cache::PrefixCache> cache_;
