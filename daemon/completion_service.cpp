@@ -103,7 +103,9 @@ class EngineCompleter : public lsp::Completer {
 
     // Start from the longest cached prefix; the last prompt token is always run again so that
     // its logits exist.
-    auto match = cache_->match(std::span<const int32_t>(prompt.tokens).first(prompt.tokens.size() - 1));
+    auto match = options_.no_prefix_cache
+                     ? cache::PrefixCache::Match{}
+                     : cache_->match(std::span<const int32_t>(prompt.tokens).first(prompt.tokens.size() - 1));
     auto lock = cache_->lock(match);
     engine::KvSequence seq;
     for (cache::BlockId b : match.blocks) {
@@ -133,7 +135,7 @@ class EngineCompleter : public lsp::Completer {
     std::vector<int32_t> computed = prompt.tokens;
     computed.insert(computed.end(), r.tokens.begin(), r.tokens.end());
     computed.resize(std::min<size_t>(computed.size(), seq.n_tokens));
-    cache_->insert(computed, seq.blocks);
+    if (!options_.no_prefix_cache) cache_->insert(computed, seq.blocks);
     lock.reset();
     pool_->release(seq);
 
@@ -180,6 +182,8 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
   p.option("-m,--model", "FILE", "GGUF model to complete with (default: " + default_model_path() + ")", &o.model);
   p.option("-t,--threads", "N", "compute threads (0: all cores)", &o.threads);
   p.option("--kv-mib", "MIB", "memory for the KV cache", &o.kv_mib);
+  p.flag("--no-prefix-cache", "compute every prompt from scratch (to measure what the cache saves)",
+         &o.no_prefix_cache);
 }
 
 std::string default_model_path() {
