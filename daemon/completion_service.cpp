@@ -75,7 +75,11 @@ class EngineCompleter : public lsp::Completer {
     cache_ = std::make_unique<cache::PrefixCache>(*refs_, engine::KvBlockPool::kBlockTokens, cache_blocks);
     pool_->set_reclaim_hook([this](int wanted) { return cache_->evict(static_cast<size_t>(wanted)) > 0; });
     FimTokens fim = fim_tokens(model_->tokenizer());
-    FimMode mode = model_->file().get_bool("ghostline.fim.spm").value_or(false) ? FimMode::Spm : FimMode::Psm;
+    // SPM prompts change only at their end while the user types, so every keystroke reuses
+    // the cached suffix; use them whenever the model was trained on them.
+    const auto& file = model_->file();
+    bool spm = file.get_bool("ghostline.fim.spm").value_or(false) || file.has("ghostline.fim.spm_template");
+    FimMode mode = spm ? FimMode::Spm : FimMode::Psm;
     prompts_ = std::make_unique<PromptAssembler>(model_->tokenizer(), std::move(fim), mode);
     mode_ = prompts_->mode();
     spdlog::info("loaded {} ({} parameters, {} threads, {} prompts) in {:.0f} ms", path,
