@@ -1,0 +1,18 @@
+// Formatting shared by the engine commands (model-info, bench, logits, generate).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ghostline::daemon {
+
+std::string format_bytes(uint64_t bytes);  // "35.86 MiB"
+std::string format_count(int64_t count);   // "494.03 M"
+std::string quote(std::string_view text);  // JSON-quoted, so whitespace is visible
+// Parses "1,2,3" (spaces allowed); false on anything else.
+bool parse_ids(std::string_view text, std::vector<int32_t>& ids);
+
+}  // namespace ghostline::daemon

@@ -1,0 +1,299 @@
+// The CPU backend: the forward pass of reference_forward.cpp batched over n tokens on the
+// fast kernels (quantized-activation matrix products split across the thread pool), with
+// float32 activations and attention reading F16 K/V through the block table.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/matmul.h"
+#include "engine/backend/cpu/quant.h"
+#include "engine/backend/cpu/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/model/model_weights.h"
+#include "engine/model/reference_forward.h"
+
+namespace ghostline::engine {
+namespace {
+
+constexpr int kB = KvBlockPool::kBlockTokens;
+
+cpu::WeightMatrix as_matrix(const GgufTensor* t) {
+  return {.type = t->type,
+          .rows = t->shape[1],
+          .cols = t->shape[0],
+          .data = t->data,
+          .row_bytes = ggml_row_bytes(t->type, t->shape[0])};
+}
+
+const float* f32_data(const GgufTensor* t) {
+  return reinterpret_cast<const float*>(t->data);
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
+  float ss = 0;
+  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(ss / n + eps);
+  for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+struct LayerMatrices {
+  cpu::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Model& model, KvBlockPool& pool, const BackendOptions& options)
+      : model_(model),
+        kv_(pool),
+        threads_(options.threads),
+        max_batch_(options.max_batch_tokens),
+        compute_(options.threads) {
+    const ModelConfig& c = model.config();
+    const ModelWeights& w = model.weights();
+    for (const LayerWeights& l : w.layers)
+      layers_.push_back({as_matrix(l.wq), as_matrix(l.wk), as_matrix(l.wv), as_matrix(l.wo),
+                         as_matrix(l.w_gate), as_matrix(l.w_up), as_matrix(l.w_down)});
+    output_ = as_matrix(w.output);
+    // RoPE frequencies per pair of dimensions, in double: theta_i = scale * base^(-2i/d).
+    inv_freq_.resize(size_t(c.head_dim / 2));
+    for (int i = 0; i < c.head_dim / 2; ++i)
+      inv_freq_[size_t(i)] =
+          double(c.rope_freq_scale) * std::pow(double(c.rope_theta), -2.0 * i / c.head_dim);
+    const size_t B = size_t(max_batch_);
+    x_.resize(B * c.n_embd);
+    xb_.resize(B * std::max(c.n_embd, c.q_dim()));
+    q_.resize(B * c.q_dim());
+    k_.resize(B * c.kv_dim());
+    v_.resize(B * c.kv_dim());
+    att_.resize(B * c.q_dim());
+    gate_.resize(B * c.n_ff);
+    up_.resize(B * c.n_ff);
+    proj_.resize(B * c.n_embd);
+    rope_cos_.resize(B * inv_freq_.size());
+    rope_sin_.resize(B * inv_freq_.size());
+    scratch_.resize(size_t(compute_.size()));
+  }
+
+  std::string_view name() const override { return "cpu"; }
+  int threads() const override { return threads_; }
+
+  void forward(const ForwardBatch& batch, std::span<float> logits) override {
+    // Batches larger than the scratch are run in slices; attention is causal, so a slice
+    // only needs the KV the previous slices wrote.
+    const int n_total = static_cast<int>(batch.tokens.size());
+    const int first_logit = n_total - batch.n_logits;
+    const size_t n_vocab = size_t(model_.config().n_vocab);
+    for (int s = 0; s < n_total; s += max_batch_) {
+      const int e = std::min(n_total, s + max_batch_);
+      const int wanted_from = std::max(s, first_logit);
+      const int n_wanted = std::max(0, e - wanted_from);
+      ForwardBatch slice{.tokens = batch.tokens.subspan(size_t(s), size_t(e - s)),
+                         .start_pos = batch.start_pos + s,
+                         .blocks = batch.blocks,
+                         .n_logits = n_wanted};
+      std::span<float> out;
+      if (n_wanted > 0)
+        out =
+            logits.subspan(size_t(wanted_from - first_logit) * n_vocab, size_t(n_wanted) * n_vocab);
+      forward_slice(slice, out);
+    }
+  }
+
+ private:
+  void forward_slice(const ForwardBatch& batch, std::span<float> logits) {
+    const ModelConfig& c = model_.config();
+    const ModelWeights& w = model_.weights();
+    const int n = static_cast<int>(batch.tokens.size());
+    const int E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff;
+
+    const size_t embd_row_bytes = ggml_row_bytes(w.token_embd->type, E);
+    for (int t = 0; t < n; ++t)
+      cpu::dequantize_row(w.token_embd->type,
+                          w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
+                          &x_[size_t(t) * E], E);
+    fill_rope_table(batch.start_pos, n);
+
+    for (int l = 0; l < c.n_layer; ++l) {
+      const LayerWeights& lw = w.layers[size_t(l)];
+      const LayerMatrices& lm = layers_[size_t(l)];
+      for (int t = 0; t < n; ++t)
+        rmsnorm(&xb_[size_t(t) * E], &x_[size_t(t) * E], f32_data(lw.attn_norm), E, c.rms_eps);
+      cpu::matmul(lm.wq, xb_.data(), n, q_.data(), compute_);
+      cpu::matmul(lm.wk, xb_.data(), n, k_.data(), compute_);
+      cpu::matmul(lm.wv, xb_.data(), n, v_.data(), compute_);
+      for (int t = 0; t < n; ++t) {
+        float* q = &q_[size_t(t) * Q];
+        float* k = &k_[size_t(t) * KV];
+        float* v = &v_[size_t(t) * KV];
+        if (lw.bq) add(q, f32_data(lw.bq), Q);
+        if (lw.bk) add(k, f32_data(lw.bk), KV);
+        if (lw.bv) add(v, f32_data(lw.bv), KV);
+        rope(q, c.n_head, t);
+        rope(k, c.n_head_kv, t);
+        store_kv(batch, l, batch.start_pos + t, k, v);
+      }
+      attention(batch, l);
+      cpu::matmul(lm.wo, att_.data(), n, proj_.data(), compute_);
+      add(x_.data(), proj_.data(), n * E);
+
+      for (int t = 0; t < n; ++t)
+        rmsnorm(&xb_[size_t(t) * E], &x_[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps);
+      cpu::matmul(lm.w_gate, xb_.data(), n, gate_.data(), compute_);
+      cpu::matmul(lm.w_up, xb_.data(), n, up_.data(), compute_);
+      for (size_t i = 0; i < size_t(n) * F; ++i) {
+        const float g = gate_[i];
+        gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
+      }
+      cpu::matmul(lm.w_down, gate_.data(), n, proj_.data(), compute_);
+      add(x_.data(), proj_.data(), n * E);
+    }
+
+    if (batch.n_logits == 0) return;
+    const int first = n - batch.n_logits;
+    for (int t = 0; t < batch.n_logits; ++t)
+      rmsnorm(&xb_[size_t(t) * E], &x_[size_t(first + t) * E], f32_data(w.output_norm), E,
+              c.rms_eps);
+    cpu::matmul(output_, xb_.data(), batch.n_logits, logits.data(), compute_);
+  }
+
+  static void add(float* y, const float* x, int n) {
+    for (int i = 0; i < n; ++i) y[i] += x[i];
+  }
+
+  void fill_rope_table(int start_pos, int n) {
+    const size_t half = inv_freq_.size();
+    for (int t = 0; t < n; ++t)
+      for (size_t i = 0; i < half; ++i) {
+        const double theta = double(start_pos + t) * inv_freq_[i];
+        rope_cos_[size_t(t) * half + i] = static_cast<float>(std::cos(theta));
+        rope_sin_[size_t(t) * half + i] = static_cast<float>(std::sin(theta));
+      }
+  }
+
+  void rope(float* v, int n_heads, int t) const {
+    const ModelConfig& c = model_.config();
+    const int d = c.head_dim, half = d / 2;
+    const float* cs = &rope_cos_[size_t(t) * size_t(half)];
+    const float* sn = &rope_sin_[size_t(t) * size_t(half)];
+    for (int h = 0; h < n_heads; ++h) {
+      float* head = v + h * d;
+      for (int i = 0; i < half; ++i) {
+        const int a = c.rope_neox ? i : 2 * i;
+        const int b = c.rope_neox ? i + half : 2 * i + 1;
+        const float x0 = head[a], x1 = head[b];
+        head[a] = x0 * cs[i] - x1 * sn[i];
+        head[b] = x0 * sn[i] + x1 * cs[i];
+      }
+    }
+  }
+
+  void store_kv(const ForwardBatch& batch, int layer, int pos, const float* k, const float* v) {
+    const BlockId id = batch.blocks[size_t(pos / kB)];
+    const size_t off = size_t(pos % kB) * size_t(kv_.kv_dim());
+    uint16_t* kd = kv_.keys(id, layer) + off;
+    uint16_t* vd = kv_.values(id, layer) + off;
+    for (int i = 0; i < kv_.kv_dim(); ++i) {
+      kd[i] = cpu::fp32_to_fp16(k[i]);
+      vd[i] = cpu::fp32_to_fp16(v[i]);
+    }
+  }
+
+  // Per-thread attention scratch: one block of K or V widened to float, and the scores of the
+  // query heads that share a KV head.
+  struct AttentionScratch {
+    std::vector<float> rows;
+    std::vector<float> scores;
+  };
+
+  // Each task is one (token, KV head): the block's K/V rows are widened once and used by all
+  // n_head / n_head_kv query heads of the group (grouped-query attention).
+  void attention(const ForwardBatch& batch, int layer) {
+    const ModelConfig& c = model_.config();
+    const int n = static_cast<int>(batch.tokens.size());
+    const int d = c.head_dim, group = c.n_head / c.n_head_kv;
+    const int n_ctx = batch.start_pos + n;
+    const float scale = 1.0f / std::sqrt(float(d));
+    compute_.parallel_for(int64_t(n) * c.n_head_kv, [&](int64_t begin, int64_t end, int thread) {
+      AttentionScratch& s = scratch_[size_t(thread)];
+      s.rows.resize(size_t(kB) * d);
+      s.scores.resize(size_t(group) * n_ctx);
+      for (int64_t task = begin; task < end; ++task) {
+        const int t = int(task / c.n_head_kv), kvh = int(task % c.n_head_kv);
+        const int n_pos = batch.start_pos + t + 1;  // causal: positions 0..pos
+        const float* q = &q_[size_t(t) * c.q_dim() + size_t(kvh) * group * d];
+        // Scores q . k / sqrt(d).
+        for (int b0 = 0; b0 < n_pos; b0 += kB) {
+          const int rows = std::min(kB, n_pos - b0);
+          widen(kv_.keys(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
+          for (int g = 0; g < group; ++g)
+            for (int r = 0; r < rows; ++r) {
+              const float* kr = &s.rows[size_t(r) * d];
+              const float* qg = q + size_t(g) * d;
+              float dot = 0;
+              for (int i = 0; i < d; ++i) dot += qg[i] * kr[i];
+              s.scores[size_t(g) * n_ctx + b0 + r] = dot * scale;
+            }
+        }
+        // Softmax per query head.
+        for (int g = 0; g < group; ++g) {
+          float* sc = &s.scores[size_t(g) * n_ctx];
+          const float mx = *std::max_element(sc, sc + n_pos);
+          float sum = 0;
+          for (int p = 0; p < n_pos; ++p) sum += (sc[p] = std::exp(sc[p] - mx));
+          const float inv = 1.0f / sum;
+          for (int p = 0; p < n_pos; ++p) sc[p] *= inv;
+        }
+        // Weighted sum of values.
+        float* out = &att_[size_t(t) * c.q_dim() + size_t(kvh) * group * d];
+        std::fill(out, out + size_t(group) * d, 0.0f);
+        for (int b0 = 0; b0 < n_pos; b0 += kB) {
+          const int rows = std::min(kB, n_pos - b0);
+          widen(kv_.values(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
+          for (int g = 0; g < group; ++g) {
+            float* og = out + size_t(g) * d;
+            const float* sc = &s.scores[size_t(g) * n_ctx + b0];
+            for (int r = 0; r < rows; ++r) {
+              const float a = sc[r];
+              const float* vr = &s.rows[size_t(r) * d];
+              for (int i = 0; i < d; ++i) og[i] += a * vr[i];
+            }
+          }
+        }
+      }
+    });
+  }
+
+  // Rows [0, rows) of KV head `kvh` in a block's K or V, as float.
+  void widen(const uint16_t* block, int kvh, int rows, float* out) const {
+    const int d = model_.config().head_dim;
+    for (int r = 0; r < rows; ++r) {
+      const uint16_t* src = block + size_t(r) * kv_.kv_dim() + size_t(kvh) * d;
+      for (int i = 0; i < d; ++i) out[size_t(r) * d + i] = cpu::fp16_to_fp32(src[i]);
+    }
+  }
+
+  const Model& model_;
+  KvBlockPool& kv_;
+  int threads_;
+  int max_batch_;
+  cpu::ThreadPool compute_;
+  std::vector<LayerMatrices> layers_;
+  cpu::WeightMatrix output_;
+  std::vector<double> inv_freq_;
+  std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, rope_cos_, rope_sin_;
+  std::vector<AttentionScratch> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool,
+                                          const BackendOptions& options) {
+  if (options.path == ForwardPath::Reference) return make_reference_backend(model, pool);
+  BackendOptions o = options;
+  o.threads = std::max(1, o.threads);
+  o.max_batch_tokens = std::max(1, o.max_batch_tokens);
+  return std::make_unique<CpuBackend>(model, pool, o);
+}
+
+}  // namespace ghostline::engine

@@ -1,0 +1,52 @@
+// Run-time CPU feature detection and the choice of kernel instruction set.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ghostline::engine::cpu {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512dq = false;
+  bool avx512vnni = false;
+  bool avx512bf16 = false;
+  bool avx_vnni = false;
+  // Reported for information only: some virtual machines advertise AMX without granting the
+  // tile state, so no kernel uses it.
+  bool amx_tile = false;
+  bool amx_int8 = false;
+  bool amx_bf16 = false;
+};
+
+// The instruction-set level a kernel is compiled for; each level implies the ones below it.
+enum class CpuIsa {
+  kScalar,  // portable C++
+  kAvx2,    // AVX2 + FMA + F16C
+  kAvx512,  // AVX-512 F/BW/VL/DQ + VNNI
+};
+
+// Features of this CPU as CPUID and the OS (XGETBV) report them; detected once.
+const CpuFeatures& cpu_features();
+
+bool isa_supported(CpuIsa isa);
+CpuIsa best_supported_isa();
+
+// The level the kernels use: the best supported one, lowered by the environment variable
+// GHOSTLINE_CPU=scalar|avx2|avx512 (read once). Asking for more than the CPU has, or for an
+// unknown name, throws std::runtime_error naming what the CPU supports.
+CpuIsa active_isa();
+
+std::string_view isa_name(CpuIsa isa);
+std::optional<CpuIsa> parse_isa(std::string_view name);
+
+// One line such as "avx2 fma f16c avx512f ... (amx present, unused)" for logs and model-info.
+std::string describe_cpu_features();
+
+}  // namespace ghostline::engine::cpu

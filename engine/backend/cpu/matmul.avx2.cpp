@@ -1,0 +1,19 @@
+// Matmul kernels compiled for the AVX2 level; only reached after a CPUID check.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "engine/backend/cpu/matmul_kernels.h"
+#include "engine/backend/cpu/quant.h"
+
+namespace ghostline::engine::cpu::kernels {
+namespace {
+#include "engine/backend/cpu/matmul_simd.inc"
+}  // namespace
+
+const KernelSet& avx2_kernels() {
+  static const KernelSet set{kPanelRows, kScratchFloats, decode_rows, prefill_panels};
+  return set;
+}
+
+}  // namespace ghostline::engine::cpu::kernels

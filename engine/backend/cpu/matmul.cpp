@@ -1,0 +1,177 @@
+#include "engine/backend/cpu/matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cpu/matmul_kernels.h"
+#include "engine/backend/cpu/quant.h"
+
+namespace ghostline::engine::cpu {
+namespace kernels {
+
+int activation_block(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      return kQK8_0;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return kQK_K;
+    default:
+      return 0;
+  }
+}
+
+void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out) {
+  const auto& traits = ggml_type_traits(type);
+  const std::byte* src = row + static_cast<size_t>(k0 / traits.block_elems) * traits.block_bytes;
+  dequantize_row(type, src, out, n);
+}
+
+}  // namespace kernels
+
+namespace {
+
+// Grows only; after the first calls of a forward pass no product allocates.
+struct Scratch {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> sum16;
+  std::vector<float> prefill;
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+template <typename T>
+T* sized(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Symmetric 8-bit quantization with one float scale per block and sums of 16 values.
+kernels::QuantizedActivations quantize_activations(const float* x, int64_t n_tokens, int64_t cols,
+                                                   int block, Scratch& s) {
+  const int64_t n = n_tokens * cols;
+  int8_t* q = sized(s.q, static_cast<size_t>(n));
+  float* d = sized(s.d, static_cast<size_t>(n / block));
+  int32_t* sum16 = sized(s.sum16, static_cast<size_t>(n / 16));
+  for (int64_t b = 0; b < n / block; ++b) {
+    const float* xb = x + b * block;
+    float amax = 0.0f;
+    for (int j = 0; j < block; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float scale = amax / 127.0f;
+    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    d[b] = scale;
+    // Rounds half away from zero like roundf, in a form the compiler vectorizes.
+    for (int j = 0; j < block; ++j) {
+      const float v = xb[j] * inv;
+      q[b * block + j] = static_cast<int8_t>(static_cast<int>(v + (v >= 0.0f ? 0.5f : -0.5f)));
+    }
+  }
+  for (int64_t g = 0; g < n / 16; ++g) {
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
+    sum16[g] = sum;
+  }
+  return {q, d, sum16, block};
+}
+
+const kernels::KernelSet& kernels_for(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx512:
+      return kernels::avx512_kernels();
+    case CpuIsa::kAvx2:
+      return kernels::avx2_kernels();
+    case CpuIsa::kScalar:
+      break;
+  }
+  return kernels::scalar_kernels();
+}
+
+void validate(const WeightMatrix& w) {
+  if (!matmul_supports(w.type))
+    throw std::invalid_argument("matmul: weights of type " + std::string(ggml_type_name(w.type)) +
+                                " are not supported");
+  const auto& traits = ggml_type_traits(w.type);
+  if (w.cols <= 0 || w.rows <= 0 || w.cols % traits.block_elems != 0 ||
+      w.row_bytes < ggml_row_bytes(w.type, w.cols))
+    throw std::invalid_argument("matmul: a " + std::to_string(w.rows) + " x " +
+                                std::to_string(w.cols) + " " + std::string(ggml_type_name(w.type)) +
+                                " matrix must have whole blocks of " +
+                                std::to_string(traits.block_elems) + " values per row");
+}
+
+}  // namespace
+
+bool matmul_supports(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  matmul(w, x, n_tokens, y, pool, active_isa());
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            CpuIsa isa) {
+  validate(w);
+  if (n_tokens <= 0) return;
+  if (!isa_supported(isa))
+    throw std::invalid_argument("matmul: kernel level " + std::string(isa_name(isa)) +
+                                " is not supported by this CPU (" + describe_cpu_features() + ")");
+  const auto& ks = kernels_for(isa);
+
+  if (n_tokens <= kMatmulDecodeMaxTokens) {
+    kernels::DecodeJob job{&w, x, {}, n_tokens, y};
+    if (const int block = kernels::activation_block(w.type); block != 0)
+      job.xq = quantize_activations(x, n_tokens, w.cols, block, thread_scratch());
+    // Groups of 16 rows keep each thread's slice of y on its own cache lines.
+    constexpr int64_t kRowGroup = 16;
+    const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;
+    pool.parallel_for(groups, [&](int64_t g0, int64_t g1, int) {
+      ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
+    });
+    return;
+  }
+
+  const kernels::PrefillJob job{&w, x, n_tokens, y};
+  const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
+  pool.parallel_for(panels, [&](int64_t p0, int64_t p1, int) {
+    float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
+    ks.prefill_panels(job, p0, p1, scratch);
+  });
+}
+
+void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
+  validate(w);
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xt = x + t * w.cols;
+      double sum = 0.0;
+      for (int64_t k = 0; k < w.cols; ++k) sum += static_cast<double>(row[k]) * xt[k];
+      y[t * w.rows + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace ghostline::engine::cpu

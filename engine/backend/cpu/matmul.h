@@ -1,0 +1,45 @@
+// Matrix products of a GGUF weight matrix with a batch of activation rows: the bulk of every
+// forward pass. Decode (a few tokens) is bound by memory bandwidth and uses integer dot
+// products on activations quantized once per call; prefill (many tokens) is bound by compute
+// and reuses each dequantized block of weights for all tokens from cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/thread_pool.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace ghostline::engine::cpu {
+
+// A 2-D GGUF tensor: `rows` rows of `cols` values of `type`, each row `row_bytes` long.
+struct WeightMatrix {
+  GgmlType type;
+  int64_t rows;
+  int64_t cols;
+  const std::byte* data;
+  size_t row_bytes;
+};
+
+// Whether matmul handles weights of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
+bool matmul_supports(GgmlType type);
+
+// Up to this many tokens a product takes the decode path (integer dot products on quantized
+// activations for quantized weights); beyond it, the tiled prefill path.
+inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
+
+// y[t * w.rows + r] = dot(row r of w, x[t * w.cols ...]) for t in [0, n_tokens).
+// x and y must not overlap. Throws std::invalid_argument for an unsupported type or a column
+// count that is not a whole number of blocks.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// The same with an explicit kernel level (which must be supported by this CPU): lets tests and
+// benchmarks run every path on one machine.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            CpuIsa isa);
+
+// Dequantizes each row and accumulates the dot products in double: the oracle of the tests.
+void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
+
+}  // namespace ghostline::engine::cpu

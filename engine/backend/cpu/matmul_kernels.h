@@ -1,0 +1,59 @@
+// Internal interface between matmul.cpp (validation, activation quantization, threading,
+// scratch) and the kernels compiled once per instruction set.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/cpu/matmul.h"
+
+namespace ghostline::engine::cpu::kernels {
+
+// Activations quantized for integer dot products, n_tokens rows of `cols` values each:
+// q[t * cols + k], one float scale per block of `block` values (32 for Q8_0/Q4_0 weights, 256
+// for K-quants) at d[t * cols / block + b], and the sum of every 16 consecutive q at
+// sum16[t * cols / 16 + g].
+struct QuantizedActivations {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const int32_t* sum16 = nullptr;
+  int block = 0;
+};
+
+// Activation block size the decode kernels want for `type` (0: they read the floats).
+int activation_block(GgmlType type);
+
+struct DecodeJob {
+  const WeightMatrix* w;
+  const float* x;  // n_tokens x w->cols floats
+  QuantizedActivations xq;
+  int64_t n_tokens;  // 1..kMatmulDecodeMaxTokens
+  float* y;
+};
+
+struct PrefillJob {
+  const WeightMatrix* w;
+  const float* x;
+  int64_t n_tokens;
+  float* y;
+};
+
+// Prefill works on panels of `panel_rows` consecutive weight rows and chunks of kPrefillKc
+// columns; each chunk of a panel is dequantized once into scratch and used for all tokens.
+inline constexpr int64_t kPrefillKc = 256;
+
+struct KernelSet {
+  int panel_rows;
+  int64_t scratch_floats;  // per thread, for prefill
+  void (*decode_rows)(const DecodeJob& job, int64_t row_begin, int64_t row_end);
+  void (*prefill_panels)(const PrefillJob& job, int64_t panel_begin, int64_t panel_end,
+                         float* scratch);
+};
+
+const KernelSet& scalar_kernels();
+const KernelSet& avx2_kernels();    // call only when isa_supported(CpuIsa::kAvx2)
+const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx512)
+
+// Dequantizes values [k0, k0 + n) of a row (k0 and n multiples of the block size).
+void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out);
+
+}  // namespace ghostline::engine::cpu::kernels

@@ -1,0 +1,89 @@
+// Scalar vector operations (the fallback and the reference of the SIMD ones) and dispatch.
+#include "engine/backend/cpu/vec_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend/cpu/quant.h"
+
+namespace ghostline::engine::cpu {
+
+namespace vec_kernels {
+const VecOps& avx2_vec_ops();
+const VecOps& avx512_vec_ops();
+}  // namespace vec_kernels
+
+namespace {
+
+void rmsnorm_scalar(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void softmax_scalar(float* x, int64_t n) {
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = std::max(max, x[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void silu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void add_scalar(const float* a, const float* b, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void scale_scalar(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void fp16_to_fp32_scalar(const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+
+void fp32_to_fp16_scalar(const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+}
+
+float dot_scalar(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void axpy_scalar(float a, const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace
+
+const VecOps& vec_ops(CpuIsa isa) {
+  static const VecOps scalar{rmsnorm_scalar,      softmax_scalar, silu_mul_scalar,
+                             add_scalar,          scale_scalar,   fp16_to_fp32_scalar,
+                             fp32_to_fp16_scalar, dot_scalar,     axpy_scalar};
+  switch (isa) {
+    case CpuIsa::kAvx512:
+      return vec_kernels::avx512_vec_ops();
+    case CpuIsa::kAvx2:
+      return vec_kernels::avx2_vec_ops();
+    case CpuIsa::kScalar:
+      break;
+  }
+  return scalar;
+}
+
+const VecOps& vec_ops() {
+  static const VecOps& ops = vec_ops(active_isa());
+  return ops;
+}
+
+}  // namespace ghostline::engine::cpu

@@ -1,0 +1,63 @@
+// Row-wise vector operations of the forward pass (normalization, activations, attention
+// helpers), vectorized per instruction-set level and chosen at run time like the matmul
+// kernels. The free functions use active_isa(); vec_ops(isa) gives one level explicitly.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/cpu/cpu_features.h"
+
+namespace ghostline::engine::cpu {
+
+struct VecOps {
+  // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; out may alias x.
+  void (*rmsnorm)(const float* x, const float* weight, int64_t n, float eps, float* out);
+  // x = exp(x - max x) / sum; n ≥ 1.
+  void (*softmax)(float* x, int64_t n);
+  // out[i] = gate[i] / (1 + exp(-gate[i])) * up[i] (SwiGLU); out may alias gate or up.
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  // out[i] = a[i] + b[i]; out may alias a or b.
+  void (*add)(const float* a, const float* b, int64_t n, float* out);
+  // x[i] *= s.
+  void (*scale)(float* x, int64_t n, float s);
+  // Exact widening; narrowing rounds to nearest even.
+  void (*fp16_to_fp32)(const uint16_t* src, int64_t n, float* dst);
+  void (*fp32_to_fp16)(const float* src, int64_t n, uint16_t* dst);
+  float (*dot)(const float* a, const float* b, int64_t n);
+  // y[i] += a * x[i].
+  void (*axpy)(float a, const float* x, int64_t n, float* y);
+};
+
+// The operations of one level; it must be supported by this CPU (see isa_supported).
+const VecOps& vec_ops(CpuIsa isa);
+const VecOps& vec_ops();  // active_isa()
+
+inline void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  vec_ops().rmsnorm(x, weight, n, eps, out);
+}
+inline void softmax(float* x, int64_t n) {
+  vec_ops().softmax(x, n);
+}
+inline void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  vec_ops().silu_mul(gate, up, n, out);
+}
+inline void add(const float* a, const float* b, int64_t n, float* out) {
+  vec_ops().add(a, b, n, out);
+}
+inline void scale(float* x, int64_t n, float s) {
+  vec_ops().scale(x, n, s);
+}
+inline void fp16_to_fp32_row(const uint16_t* src, int64_t n, float* dst) {
+  vec_ops().fp16_to_fp32(src, n, dst);
+}
+inline void fp32_to_fp16_row(const float* src, int64_t n, uint16_t* dst) {
+  vec_ops().fp32_to_fp16(src, n, dst);
+}
+inline float dot(const float* a, const float* b, int64_t n) {
+  return vec_ops().dot(a, b, n);
+}
+inline void axpy(float a, const float* x, int64_t n, float* y) {
+  vec_ops().axpy(a, x, n, y);
+}
+
+}  // namespace ghostline::engine::cpu

@@ -1,0 +1,180 @@
+#include "engine/generator.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ghostline::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool is_set(const std::atomic<bool>* flag) {
+  return flag && flag->load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::MaxTokens:
+      return "max_tokens";
+    case StopReason::StopToken:
+      return "stop_token";
+    case StopReason::Callback:
+      return "stop_rule";
+    case StopReason::Cancelled:
+      return "cancelled";
+    case StopReason::Deadline:
+      return "deadline";
+    case StopReason::ContextFull:
+      return "context_full";
+  }
+  return "unknown";
+}
+
+Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptions& options)
+    : model_(model), pool_(pool), options_(options) {
+  const ModelConfig& c = model.config();
+  if (pool.n_layer() != c.n_layer || pool.kv_dim() != c.kv_dim())
+    throw std::invalid_argument("Generator: the KV block pool was made for another model shape (" +
+                                std::to_string(pool.n_layer()) + " layers x " +
+                                std::to_string(pool.kv_dim()) + " vs " + std::to_string(c.n_layer) +
+                                " x " + std::to_string(c.kv_dim()) + ")");
+  options_.chunk_tokens = std::max(1, options_.chunk_tokens);
+  options_.threads = std::max(1, options_.threads);
+  backend_ = make_cpu_backend(model, pool,
+                              {.threads = options_.threads,
+                               .path = options_.path,
+                               .max_batch_tokens = options_.chunk_tokens});
+}
+
+Generator::~Generator() = default;
+
+std::span<const float> Generator::logits(int i) const {
+  if (i < 0 || i >= n_logits_) throw std::out_of_range("Generator::logits: no such position");
+  const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  return {logits_.data() + static_cast<size_t>(i) * n_vocab, n_vocab};
+}
+
+bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, LogitsRequest request,
+                        const std::atomic<bool>* cancel) {
+  const ModelConfig& c = model_.config();
+  const int n = static_cast<int>(tokens.size());
+  n_logits_ = 0;
+  if (request.last_n < 0 || request.last_n > n)
+    throw std::invalid_argument("Generator::forward: logits requested for " +
+                                std::to_string(request.last_n) + " of " + std::to_string(n) +
+                                " tokens");
+  if (static_cast<int64_t>(seq.n_tokens) + n > model_.n_ctx())
+    throw std::invalid_argument("Generator::forward: " + std::to_string(seq.n_tokens + n) +
+                                " tokens exceed the context length " +
+                                std::to_string(model_.n_ctx()));
+  for (int32_t t : tokens)
+    if (t < 0 || t >= c.n_vocab)
+      throw std::invalid_argument("Generator::forward: token id " + std::to_string(t) +
+                                  " is outside the vocabulary of " + std::to_string(c.n_vocab));
+
+  const size_t n_vocab = static_cast<size_t>(c.n_vocab);
+  logits_.resize(static_cast<size_t>(request.last_n) * n_vocab);
+  const int first_wanted = n - request.last_n;
+  for (int s = 0; s < n; s += options_.chunk_tokens) {
+    if (is_set(cancel)) return false;
+    const int e = std::min(n, s + options_.chunk_tokens);
+    const int wanted_from = std::max(s, first_wanted);
+    const int n_wanted = std::max(0, e - wanted_from);
+    pool_.prepare_append(seq, e - s);
+    ForwardBatch batch{.tokens = tokens.subspan(size_t(s), size_t(e - s)),
+                       .start_pos = seq.n_tokens,
+                       .blocks = seq.blocks,
+                       .n_logits = n_wanted};
+    std::span<float> out;
+    if (n_wanted > 0)
+      out = std::span<float>(logits_).subspan(size_t(wanted_from - first_wanted) * n_vocab,
+                                              size_t(n_wanted) * n_vocab);
+    backend_->forward(batch, out);
+    seq.n_tokens += e - s;
+  }
+  n_logits_ = request.last_n;
+  return true;
+}
+
+GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> prompt,
+                                   const GenerateOptions& options) {
+  if (prompt.empty()) throw std::invalid_argument("Generator::generate: empty prompt");
+  GenerateResult r;
+  r.prompt_tokens = static_cast<int>(prompt.size());
+  // The last prompt token is always run: its logits give the first generated token.
+  if (seq.n_tokens >= r.prompt_tokens) pool_.truncate(seq, r.prompt_tokens - 1);
+  r.reused_tokens = seq.n_tokens;
+
+  auto deadline_passed = [&] { return options.deadline && Clock::now() >= *options.deadline; };
+
+  // Prefill chunk by chunk so that cancellation and the deadline are honoured between chunks.
+  const auto prefill_start = Clock::now();
+  const auto rest = prompt.subspan(size_t(seq.n_tokens));
+  for (size_t s = 0; s < rest.size(); s += size_t(options_.chunk_tokens)) {
+    if (is_set(options.cancel)) {
+      r.reason = StopReason::Cancelled;
+      r.prefill_ms = ms_since(prefill_start);
+      return r;
+    }
+    if (deadline_passed()) {
+      r.reason = StopReason::Deadline;
+      r.prefill_ms = ms_since(prefill_start);
+      return r;
+    }
+    const size_t len = std::min(rest.size() - s, size_t(options_.chunk_tokens));
+    const bool last_chunk = s + len == rest.size();
+    forward(seq, rest.subspan(s, len), last_chunk ? LogitsRequest::last() : LogitsRequest::none());
+    r.prefilled_tokens += static_cast<int>(len);
+  }
+  r.prefill_ms = ms_since(prefill_start);
+
+  std::vector<int32_t> stops = options.stop_tokens;
+  const auto& specials = model_.tokenizer().specials();
+  if (specials.eos) stops.push_back(*specials.eos);
+  if (specials.eot) stops.push_back(*specials.eot);
+
+  Sampler sampler(options.sampling);
+  const auto decode_start = Clock::now();
+  r.reason = StopReason::MaxTokens;
+  while (static_cast<int>(r.tokens.size()) < options.max_tokens) {
+    const int32_t token = sampler.sample(logits(0));
+    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+      r.reason = StopReason::StopToken;
+      break;
+    }
+    r.tokens.push_back(token);
+    if (options.on_token) options.on_token(token);
+    if (options.should_stop && options.should_stop(r.tokens)) {
+      r.reason = StopReason::Callback;
+      break;
+    }
+    if (static_cast<int>(r.tokens.size()) >= options.max_tokens) break;
+    if (is_set(options.cancel)) {
+      r.reason = StopReason::Cancelled;
+      break;
+    }
+    if (deadline_passed()) {
+      r.reason = StopReason::Deadline;
+      break;
+    }
+    if (seq.n_tokens >= model_.n_ctx()) {
+      r.reason = StopReason::ContextFull;
+      break;
+    }
+    const int32_t step[1] = {token};
+    forward(seq, step, LogitsRequest::last());
+  }
+  r.decode_ms = ms_since(decode_start);
+  return r;
+}
+
+}  // namespace ghostline::engine

@@ -1,0 +1,118 @@
+// The engine's entry point for completions: runs a model over block-table sequences
+// (prefill in chunks, batched verification of several tokens, single decode steps) and a
+// convenience loop that generates with stop conditions, cancellation and a deadline.
+//
+//   auto model = Model::load(path);                      // throws ModelError / GgufError
+//   KvBlockPool pool(cfg.n_layer, cfg.kv_dim(), 256 << 20);
+//   Generator gen(*model, pool, {.threads = 2});
+//   KvSequence seq;                                      // or a prefix shared from the cache
+//   auto r = gen.generate(seq, prompt_ids, {.max_tokens = 32, .cancel = &flag});
+//   pool.release(seq);                                   // or hand it to the prefix cache
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/kv/kv_block_pool.h"
+#include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+
+namespace ghostline::engine {
+
+struct GeneratorOptions {
+  int threads = 1;
+  ForwardPath path = ForwardPath::Fast;
+  // Prefill is split into chunks of this many tokens; cancellation is checked between chunks,
+  // so a chunk should cost a few milliseconds at most.
+  int chunk_tokens = 32;
+};
+
+// Which positions of a forward call need logits: the last `last_n` tokens of the call.
+// Prefill wants 1; verifying k draft tokens after the last accepted one wants k + 1.
+struct LogitsRequest {
+  int last_n = 1;
+  static LogitsRequest last() { return {1}; }
+  static LogitsRequest none() { return {0}; }
+  static LogitsRequest last_n_of(int n) { return {n}; }
+};
+
+enum class StopReason {
+  MaxTokens,    // generated max_tokens
+  StopToken,    // sampled EOS/EOT or one of GenerateOptions::stop_tokens (not included)
+  Callback,     // should_stop returned true
+  Cancelled,    // *cancel became true
+  Deadline,     // the deadline passed
+  ContextFull,  // the sequence reached the model's context length
+};
+
+const char* stop_reason_name(StopReason reason);
+
+struct GenerateOptions {
+  int max_tokens = 64;
+  SamplerOptions sampling{};
+  std::vector<int32_t> stop_tokens{};  // besides the model's EOS and EOT
+  // Called after each accepted token with all generated tokens; true stops (text stop rules).
+  std::function<bool(std::span<const int32_t> generated)> should_stop{};
+  const std::atomic<bool>* cancel = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
+  // Called with each accepted token as it is generated (streaming).
+  std::function<void(int32_t token)> on_token{};
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens{};  // generated tokens, stop token excluded
+  StopReason reason = StopReason::MaxTokens;
+  int prompt_tokens = 0;
+  int reused_tokens = 0;     // prompt tokens whose KV the sequence already held
+  int prefilled_tokens = 0;  // prompt tokens computed by this call
+  double prefill_ms = 0;
+  double decode_ms = 0;  // time to produce all but the first token
+};
+
+class Generator {
+ public:
+  Generator(const Model& model, KvBlockPool& pool, const GeneratorOptions& options = {});
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  const Model& model() const { return model_; }
+  KvBlockPool& pool() { return pool_; }
+  const GeneratorOptions& options() const { return options_; }
+
+  // Runs the model over `tokens` appended at positions seq.n_tokens.. of `seq`, allocating
+  // blocks as needed (a shared partial last block is copied first). Afterwards logits(i) for
+  // i < request.last_n are the logits after the (tokens.size() - last_n + i)-th token. Checks
+  // `cancel` between chunks; returns false if it stopped early, in which case `seq` holds the
+  // chunks that were completed and no logits are valid. Throws KvPoolExhausted, or
+  // std::invalid_argument when the tokens exceed the context or the vocabulary.
+  bool forward(KvSequence& seq, std::span<const int32_t> tokens, LogitsRequest request = {},
+               const std::atomic<bool>* cancel = nullptr);
+
+  int n_logits() const { return n_logits_; }
+  std::span<const float> logits(int i) const;
+
+  // Prompt -> up to max_tokens generated tokens. `seq` may already hold the KV of a prefix of
+  // `prompt` (from the prefix cache): only the rest is prefilled. On return `seq` holds the KV
+  // of the prompt and of every generated token except the last one (which was sampled but not
+  // yet run), whatever the stop reason; the caller releases it or gives it to the cache.
+  GenerateResult generate(KvSequence& seq, std::span<const int32_t> prompt,
+                          const GenerateOptions& options);
+
+ private:
+  const Model& model_;
+  KvBlockPool& pool_;
+  GeneratorOptions options_;
+  std::unique_ptr<Backend> backend_;
+  std::vector<float> logits_;
+  int n_logits_ = 0;
+};
+
+}  // namespace ghostline::engine

@@ -1,0 +1,137 @@
+#include "engine/kv/kv_block_pool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace ghostline::engine {
+
+KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
+    : n_layer_(n_layer), kv_dim_(kv_dim) {
+  if (n_layer <= 0 || kv_dim <= 0)
+    throw std::invalid_argument("KvBlockPool: n_layer and kv_dim must be positive");
+  const size_t n_blocks = std::max<size_t>(1, byte_budget / block_bytes());
+  if (n_blocks > static_cast<size_t>(INT32_MAX))
+    throw std::invalid_argument("KvBlockPool: byte budget too large");
+  arena_.resize(n_blocks * (block_bytes() / sizeof(uint16_t)));
+  refcount_.assign(n_blocks, 0);
+  free_.reserve(n_blocks);
+  // Lowest ids are handed out first, which keeps a fresh sequence's blocks contiguous.
+  for (size_t i = n_blocks; i-- > 0;) free_.push_back(static_cast<BlockId>(i));
+}
+
+void KvBlockPool::check(BlockId id) const {
+  if (id < 0 || id >= capacity())
+    throw std::out_of_range("KvBlockPool: block id " + std::to_string(id) + " out of range");
+}
+
+BlockId KvBlockPool::allocate() {
+  if (free_.empty() && reclaim_) reclaim_(1);
+  if (free_.empty())
+    throw KvPoolExhausted("KV block pool exhausted: all " + std::to_string(capacity()) +
+                          " blocks of " + std::to_string(block_bytes()) +
+                          " bytes are in use; raise the KV budget or shorten the context");
+  BlockId id = free_.back();
+  free_.pop_back();
+  refcount_[id] = 1;
+  return id;
+}
+
+void KvBlockPool::retain(BlockId id) {
+  check(id);
+  if (refcount_[id] <= 0)
+    throw std::logic_error("KvBlockPool: retain of free block " + std::to_string(id));
+  ++refcount_[id];
+}
+
+void KvBlockPool::release(BlockId id) {
+  check(id);
+  if (refcount_[id] <= 0)
+    throw std::logic_error("KvBlockPool: release of free block " + std::to_string(id));
+  if (--refcount_[id] == 0) free_.push_back(id);
+}
+
+int KvBlockPool::refcount(BlockId id) const {
+  check(id);
+  return refcount_[id];
+}
+
+uint16_t* KvBlockPool::block_base(BlockId id) {
+  check(id);
+  return arena_.data() + static_cast<size_t>(id) * (block_bytes() / sizeof(uint16_t));
+}
+
+// Within a block: layer-major, keys then values, each kBlockTokens rows of kv_dim.
+uint16_t* KvBlockPool::keys(BlockId id, int layer) {
+  return block_base(id) + static_cast<size_t>(layer) * 2 * kBlockTokens * kv_dim_;
+}
+uint16_t* KvBlockPool::values(BlockId id, int layer) {
+  return keys(id, layer) + static_cast<size_t>(kBlockTokens) * kv_dim_;
+}
+const uint16_t* KvBlockPool::keys(BlockId id, int layer) const {
+  return const_cast<KvBlockPool*>(this)->keys(id, layer);
+}
+const uint16_t* KvBlockPool::values(BlockId id, int layer) const {
+  return const_cast<KvBlockPool*>(this)->values(id, layer);
+}
+
+KvSequence KvBlockPool::share(const KvSequence& seq, int n_tokens) {
+  if (n_tokens < 0 || n_tokens > seq.n_tokens)
+    throw std::out_of_range("KvBlockPool::share: n_tokens outside the sequence");
+  KvSequence out;
+  const int n_blocks = (n_tokens + kBlockTokens - 1) / kBlockTokens;
+  out.blocks.assign(seq.blocks.begin(), seq.blocks.begin() + n_blocks);
+  for (BlockId id : out.blocks) retain(id);
+  out.n_tokens = n_tokens;
+  return out;
+}
+
+void KvBlockPool::truncate(KvSequence& seq, int n_tokens) {
+  if (n_tokens < 0 || n_tokens > seq.n_tokens)
+    throw std::out_of_range("KvBlockPool::truncate: n_tokens outside the sequence");
+  const size_t n_blocks = static_cast<size_t>((n_tokens + kBlockTokens - 1) / kBlockTokens);
+  while (seq.blocks.size() > n_blocks) {
+    release(seq.blocks.back());
+    seq.blocks.pop_back();
+  }
+  seq.n_tokens = n_tokens;
+}
+
+void KvBlockPool::release(KvSequence& seq) {
+  for (BlockId id : seq.blocks) release(id);
+  seq.blocks.clear();
+  seq.n_tokens = 0;
+}
+
+void KvBlockPool::prepare_append(KvSequence& seq, int n_new_tokens) {
+  if (n_new_tokens <= 0) return;
+  const size_t needed =
+      static_cast<size_t>((seq.n_tokens + n_new_tokens + kBlockTokens - 1) / kBlockTokens);
+  if (seq.blocks.size() < static_cast<size_t>((seq.n_tokens + kBlockTokens - 1) / kBlockTokens))
+    throw std::logic_error("KvBlockPool: block table shorter than its sequence");
+  // A partial last block that another sequence shares is copied before we write into it.
+  if (seq.n_tokens % kBlockTokens != 0) {
+    BlockId& last = seq.blocks[static_cast<size_t>(seq.n_tokens / kBlockTokens)];
+    if (refcount(last) > 1) {
+      BlockId copy = allocate();
+      std::memcpy(block_base(copy), block_base(last), block_bytes());
+      release(last);
+      last = copy;
+    }
+  }
+  seq.blocks.reserve(needed);
+  while (seq.blocks.size() < needed) seq.blocks.push_back(allocate());
+}
+
+KvPoolStats KvBlockPool::stats() const {
+  KvPoolStats s;
+  s.blocks_total = capacity();
+  s.blocks_free = static_cast<int>(free_.size());
+  s.blocks_used = s.blocks_total - s.blocks_free;
+  s.block_bytes = block_bytes();
+  s.bytes_used = static_cast<size_t>(s.blocks_used) * s.block_bytes;
+  s.bytes_total = static_cast<size_t>(s.blocks_total) * s.block_bytes;
+  return s;
+}
+
+}  // namespace ghostline::engine

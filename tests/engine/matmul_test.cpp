@@ -1,0 +1,184 @@
+#include "engine/backend/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/backend/cpu/quant.h"
+
+namespace ghostline::engine::cpu {
+namespace {
+
+// A random matrix with every bit pattern of the quant values and sane, finite scales.
+std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols,
+                                      std::mt19937& rng) {
+  const size_t row_bytes = ggml_row_bytes(type, cols);
+  std::vector<std::byte> data(row_bytes * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : data) b = static_cast<std::byte>(byte(rng));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  auto put16 = [](std::byte* p, uint16_t v) { std::memcpy(p, &v, 2); };
+  const int64_t n = rows * cols;
+  switch (type) {
+    case GgmlType::F32:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = normal(rng);
+        std::memcpy(data.data() + 4 * i, &v, 4);
+      }
+      break;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) put16(data.data() + 2 * i, fp32_to_fp16(normal(rng)));
+      break;
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i) put16(data.data() + 2 * i, fp32_to_bf16(normal(rng)));
+      break;
+    case GgmlType::Q8_0:
+      for (size_t off = 0; off < data.size(); off += sizeof(BlockQ8_0))
+        put16(data.data() + off, fp32_to_fp16(scale(rng)));
+      break;
+    case GgmlType::Q4_0:
+      for (size_t off = 0; off < data.size(); off += sizeof(BlockQ4_0))
+        put16(data.data() + off, fp32_to_fp16(scale(rng)));
+      break;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: {
+      const size_t block = type == GgmlType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ5_K);
+      for (size_t off = 0; off < data.size(); off += block) {
+        put16(data.data() + off, fp32_to_fp16(scale(rng) * 0.1f));      // d
+        put16(data.data() + off + 2, fp32_to_fp16(scale(rng) * 0.2f));  // dmin
+      }
+      break;
+    }
+    case GgmlType::Q6_K:
+      for (size_t off = 0; off < data.size(); off += sizeof(BlockQ6_K))
+        put16(data.data() + off + offsetof(BlockQ6_K, d), fp32_to_fp16(scale(rng) * 0.05f));
+      break;
+    default:
+      ADD_FAILURE() << "no generator for " << ggml_type_name(type);
+  }
+  return data;
+}
+
+bool quantizes_activations(GgmlType type, int64_t n_tokens) {
+  return n_tokens <= kMatmulDecodeMaxTokens && type != GgmlType::F32 && type != GgmlType::F16 &&
+         type != GgmlType::BF16;
+}
+
+using Param = std::tuple<GgmlType, CpuIsa>;
+
+class MatmulTest : public ::testing::TestWithParam<Param> {};
+
+// Every path against the double-accumulated reference. The bound is derived, not tuned:
+// - float activations: float32 accumulation, |error| ≤ 1e-5 · Σ|w·x| for these lengths;
+// - quantized activations (decode of quantized weights): each x_k moves by at most half a step
+//   of its block, d_b / 2 = max|x in block| / 254, so |error| ≤ Σ_k |w_k| · d_b / 2 (plus the
+//   float term). Relative to |y| that is about 1e-2, as the brief for the format expects.
+TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
+  const auto [type, isa] = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+  const bool blocked = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+  // Column counts leave partial prefill chunks and partial vectors where the type allows.
+  const int64_t cols = k_quant ? 768 : blocked ? 352 : 344;
+  const int block = k_quant ? kQK_K : blocked ? kQK8_0 : 1;
+  std::mt19937 rng(static_cast<unsigned>(type) * 31 + static_cast<unsigned>(isa));
+  ThreadPool pool(3);
+
+  for (int64_t rows : {37, 70}) {
+    const auto data = random_weights(type, rows, cols, rng);
+    const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+    std::vector<float> wf(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+
+    for (int64_t n : {1, 2, 3, 5, 8, 17, 64}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " tokens " + std::to_string(n));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> x(n * cols);
+      for (auto& v : x) v = normal(rng);
+      x[3] = 40.0f;  // an outlier, as real activations have
+      std::vector<float> y(n * rows, std::nanf("")), expected(n * rows);
+      matmul(w, x.data(), n, y.data(), pool, isa);
+      matmul_reference(w, x.data(), n, expected.data());
+
+      const bool quantized = quantizes_activations(type, n);
+      int failures = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          double abs_sum = 0.0, quant_bound = 0.0;
+          for (int64_t b = 0; b < cols / block; ++b) {
+            double amax = 0.0;
+            for (int j = 0; j < block; ++j)
+              amax = std::max(amax, std::fabs(double(x[t * cols + b * block + j])));
+            for (int j = 0; j < block; ++j) {
+              const double wk = wf[r * cols + b * block + j];
+              abs_sum += std::fabs(wk * x[t * cols + b * block + j]);
+              quant_bound += std::fabs(wk) * amax / 254.0;
+            }
+          }
+          const double bound = 1e-5 * abs_sum + (quantized ? 1.01 * quant_bound : 0.0) + 1e-6;
+          const double err = std::fabs(double(y[t * rows + r]) - expected[t * rows + r]);
+          if (!(err <= bound) && ++failures <= 5)
+            ADD_FAILURE() << "token " << t << " row " << r << ": " << y[t * rows + r]
+                          << " vs reference " << expected[t * rows + r] << " (bound " << bound
+                          << ")";
+        }
+      }
+      ASSERT_EQ(failures, 0);
+    }
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(ggml_type_name(std::get<0>(info.param))) + "_" +
+         std::string(isa_name(std::get<1>(info.param)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypesAllPaths, MatmulTest,
+    ::testing::Combine(::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
+                                         GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                                         GgmlType::Q5_K, GgmlType::Q6_K),
+                       ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512)),
+    param_name);
+
+TEST(Matmul, DecodeOfQuantizedWeightsIsCloseInRelativeTerms) {
+  // Rounding x to 8 bits per block of 256 normal values (max |x| about 3) errs by about
+  // 3 / 127 / sqrt(12) = 0.007 of |x| per value, so about that (rms) of |y|: allow 2e-2.
+  std::mt19937 rng(9);
+  ThreadPool pool(2);
+  const int64_t rows = 64, cols = 1024;
+  const auto data = random_weights(GgmlType::Q4_K, rows, cols, rng);
+  const WeightMatrix w{GgmlType::Q4_K, rows, cols, data.data(),
+                       ggml_row_bytes(GgmlType::Q4_K, cols)};
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(cols), y(rows), expected(rows);
+  for (auto& v : x) v = normal(rng);
+  matmul(w, x.data(), 1, y.data(), pool);
+  matmul_reference(w, x.data(), 1, expected.data());
+  double err = 0.0, norm = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    err += std::pow(y[r] - expected[r], 2);
+    norm += std::pow(expected[r], 2);
+  }
+  EXPECT_LT(std::sqrt(err / norm), 2e-2);
+}
+
+TEST(Matmul, RejectsUnsupportedTypesAndPartialBlocks) {
+  ThreadPool pool(1);
+  std::vector<std::byte> raw(4096);
+  std::vector<float> x(512), y(8);
+  const WeightMatrix q2k{GgmlType::Q2_K, 1, 256, raw.data(), 84};
+  EXPECT_THROW(matmul(q2k, x.data(), 1, y.data(), pool), std::invalid_argument);
+  const WeightMatrix partial{GgmlType::Q8_0, 1, 40, raw.data(), 68};
+  EXPECT_THROW(matmul(partial, x.data(), 1, y.data(), pool), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ghostline::engine::cpu

@@ -1,0 +1,139 @@
+#include "engine/backend/cpu/vec_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cpu/quant.h"
+
+namespace ghostline::engine::cpu {
+namespace {
+
+class VecOpsTest : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam());
+  }
+  const VecOps& ops() const { return vec_ops(GetParam()); }
+
+  std::vector<float> random(int64_t n, float sigma = 1.0f) {
+    std::normal_distribution<float> normal(0.0f, sigma);
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng_);
+    return v;
+  }
+  std::mt19937 rng_{17};
+};
+
+// Lengths with and without vector tails, up to the FFN width.
+const int64_t kLengths[] = {1, 7, 16, 33, 896, 4867};
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double rel,
+                  double abs) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], abs + rel * std::fabs(want[i])) << "index " << i;
+}
+
+TEST_P(VecOpsTest, RmsNorm) {
+  for (int64_t n : kLengths) {
+    auto x = random(n, 3.0f), w = random(n);
+    double ss = 0;
+    for (float v : x) ss += double(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+    std::vector<double> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = x[i] * inv * w[i];
+    std::vector<float> out(n);
+    ops().rmsnorm(x.data(), w.data(), n, 1e-6f, out.data());
+    expect_close(out, want, 1e-5, 1e-6);
+    ops().rmsnorm(x.data(), w.data(), n, 1e-6f, x.data());  // in place
+    expect_close(x, want, 1e-5, 1e-6);
+  }
+}
+
+TEST_P(VecOpsTest, SoftmaxSumsToOneAndMatchesExp) {
+  for (int64_t n : kLengths) {
+    auto x = random(n, 8.0f);
+    if (n > 2) x[1] = -1e4f;  // far below the max: exp underflows to (almost) 0
+    double max = x[0];
+    for (float v : x) max = std::max(max, double(v));
+    std::vector<double> want(n);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += want[i] = std::exp(x[i] - max);
+    for (auto& v : want) v /= sum;
+    ops().softmax(x.data(), n);
+    expect_close(x, want, 2e-6, 1e-9);
+  }
+}
+
+TEST_P(VecOpsTest, SiluMul) {
+  for (int64_t n : kLengths) {
+    auto g = random(n, 6.0f), u = random(n);
+    if (n > 3) {
+      g[2] = -120.0f;  // exp(-g) beyond the float range
+      g[3] = 95.0f;
+    }
+    std::vector<double> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
+    std::vector<float> out(n);
+    ops().silu_mul(g.data(), u.data(), n, out.data());
+    expect_close(out, want, 2e-6, 1e-30);
+  }
+}
+
+TEST_P(VecOpsTest, AddScaleDotAxpy) {
+  for (int64_t n : kLengths) {
+    auto a = random(n), b = random(n);
+    std::vector<float> out(n);
+    ops().add(a.data(), b.data(), n, out.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] + b[i]);
+
+    auto s = a;
+    ops().scale(s.data(), n, 0.37f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(s[i], a[i] * 0.37f);
+
+    double want = 0, abs_sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      want += double(a[i]) * b[i];
+      abs_sum += std::fabs(double(a[i]) * b[i]);
+    }
+    EXPECT_NEAR(ops().dot(a.data(), b.data(), n), want, 1e-6 * abs_sum + 1e-7) << n;
+
+    auto y = b;
+    ops().axpy(-1.5f, a.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(y[i], b[i] - 1.5 * a[i], 1e-6 * (1 + std::fabs(y[i])));
+  }
+}
+
+TEST_P(VecOpsTest, Fp16RowsMatchTheScalarConversionsExactly) {
+  for (int64_t n : kLengths) {
+    auto x = random(n, 1000.0f);
+    if (n > 4) {
+      x[0] = 1e-7f;    // half subnormal
+      x[1] = 70000.f;  // overflows to inf
+      x[2] = -0.0f;
+      x[3] = 1.0f + 0x1p-11f;  // a tie: to even
+    }
+    std::vector<uint16_t> h(n);
+    ops().fp32_to_fp16(x.data(), n, h.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h[i], fp32_to_fp16(x[i])) << "index " << i;
+    std::vector<float> back(n);
+    ops().fp16_to_fp32(h.data(), n, back.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = fp16_to_fp32(h[i]);
+      ASSERT_EQ(std::memcmp(&back[i], &want, 4), 0) << "index " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, VecOpsTest,
+                         ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace ghostline::engine::cpu

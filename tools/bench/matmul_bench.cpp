@@ -1,0 +1,286 @@
+// ghostline-matmul-bench: matmul speed at the Qwen2.5-Coder-0.5B shapes for every weight type,
+// decode (1 token, memory-bound) and prefill (512 tokens, compute-bound), as fractions of this
+// machine's read bandwidth and fp32 FMA peak.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cpu/matmul.h"
+#include "engine/backend/cpu/quant.h"
+#include "engine/backend/cpu/thread_pool.h"
+#include "tools/bench/machine_limits.h"
+
+namespace ghostline::bench {
+namespace {
+
+using engine::GgmlType;
+namespace cpu = engine::cpu;
+
+struct Shape {
+  const char* name;
+  int64_t rows;  // output features
+  int64_t cols;  // input features
+};
+
+// Per layer of Qwen2.5-Coder-0.5B (embd 896, 14 heads, 2 KV heads of 64, ffn 4864), and the
+// tied output matrix over the 151936-token vocabulary.
+constexpr Shape kQ{"attn_q/o 896x896", 896, 896};
+constexpr Shape kKV{"attn_k/v 896x128", 128, 896};
+constexpr Shape kUp{"ffn_gate/up 896x4864", 4864, 896};
+constexpr Shape kDown{"ffn_down 4864x896", 896, 4864};
+constexpr Shape kOut{"output 896x151936", 151936, 896};
+constexpr int kLayers = 24;
+
+uint64_t next(uint64_t& s) {
+  s ^= s << 13;
+  s ^= s >> 7;
+  s ^= s << 17;
+  return s;
+}
+
+// Random weights with realistic (finite, normal) values: speed must not depend on NaNs or
+// denormals that random bits would produce.
+std::unique_ptr<std::byte[]> make_weights(GgmlType type, int64_t rows, int64_t cols,
+                                          uint64_t seed) {
+  const size_t row_bytes = engine::ggml_row_bytes(type, cols);
+  const size_t bytes = row_bytes * rows;
+  auto data = std::make_unique<std::byte[]>(bytes);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i + 8 <= bytes; i += 8) {
+    const uint64_t v = next(s);
+    std::memcpy(data.get() + i, &v, 8);
+  }
+  uint16_t table[4096];
+  for (auto& t : table) {
+    const float f = (static_cast<float>(next(s) % 20001) - 10000.0f) * 1e-5f;
+    t = type == GgmlType::BF16 ? cpu::fp32_to_bf16(f) : cpu::fp32_to_fp16(f);
+  }
+  auto put16 = [&](size_t off, uint16_t v) { std::memcpy(data.get() + off, &v, 2); };
+  const uint16_t scale = cpu::fp32_to_fp16(0.001f);
+  switch (type) {
+    case GgmlType::F32:
+      for (size_t i = 0; i < bytes; i += 4) {
+        const float f = (static_cast<float>(next(s) % 20001) - 10000.0f) * 1e-5f;
+        std::memcpy(data.get() + i, &f, 4);
+      }
+      break;
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      for (size_t i = 0; i < bytes; i += 2) put16(i, table[next(s) % 4096]);
+      break;
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0: {
+      const size_t block = engine::ggml_type_traits(type).block_bytes;
+      for (size_t off = 0; off < bytes; off += block) put16(off, scale);
+      break;
+    }
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K: {
+      const size_t block = engine::ggml_type_traits(type).block_bytes;
+      for (size_t off = 0; off < bytes; off += block) {
+        put16(off, scale);
+        put16(off + 2, scale);
+      }
+      break;
+    }
+    case GgmlType::Q6_K:
+      for (size_t off = 0; off < bytes; off += sizeof(cpu::BlockQ6_K))
+        put16(off + offsetof(cpu::BlockQ6_K, d), scale);
+      break;
+    default:
+      break;
+  }
+  return data;
+}
+
+struct Matrix {
+  std::unique_ptr<std::byte[]> data;
+  cpu::WeightMatrix w;
+};
+
+Matrix make_matrix(GgmlType type, const Shape& shape, uint64_t seed) {
+  Matrix m;
+  m.data = make_weights(type, shape.rows, shape.cols, seed);
+  m.w = {type, shape.rows, shape.cols, m.data.get(), engine::ggml_row_bytes(type, shape.cols)};
+  return m;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Options {
+  int threads = 2;
+  std::vector<GgmlType> types = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                                 GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+  cpu::CpuIsa isa = cpu::active_isa();
+  int64_t prefill_tokens = 512;
+  bool per_shape = true;
+  bool model = true;
+};
+
+// Decode of one matrix shape, reading copies that together exceed the caches so the weights
+// come from memory as they do in a real forward pass.
+void bench_decode_shape(const Options& o, GgmlType type, const Shape& shape, double bw,
+                        cpu::ThreadPool& pool) {
+  const size_t bytes = engine::ggml_row_bytes(type, shape.cols) * shape.rows;
+  const int copies = static_cast<int>(std::clamp<size_t>((768u << 20) / bytes + 1, 2, 512));
+  std::vector<Matrix> ms;
+  for (int c = 0; c < copies; ++c) ms.push_back(make_matrix(type, shape, c + 1));
+  std::vector<float> x(shape.cols, 0.5f), y(shape.rows);
+  for (int c = 0; c < copies; ++c) cpu::matmul(ms[c].w, x.data(), 1, y.data(), pool, o.isa);
+  std::vector<double> times;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now_seconds();
+    for (int c = 0; c < copies; ++c) cpu::matmul(ms[c].w, x.data(), 1, y.data(), pool, o.isa);
+    times.push_back((now_seconds() - t0) / copies);
+  }
+  std::sort(times.begin(), times.end());
+  const double t = times[1];
+  const double gbs = bytes / t / 1e9;
+  std::printf("| %s | %s | decode n=1 | %.1f us | %.1f GB/s | %.0f%% of bandwidth |\n",
+              std::string(engine::ggml_type_name(type)).c_str(), shape.name, t * 1e6, gbs,
+              100.0 * gbs / bw);
+}
+
+void bench_prefill_shape(const Options& o, GgmlType type, const Shape& shape, double peak,
+                         cpu::ThreadPool& pool) {
+  auto m = make_matrix(type, shape, 7);
+  const int64_t n = o.prefill_tokens;
+  std::vector<float> x(n * shape.cols), y(n * shape.rows);
+  uint64_t s = 99;
+  for (auto& v : x) v = (static_cast<float>(next(s) % 2001) - 1000.0f) * 1e-3f;
+  cpu::matmul(m.w, x.data(), n, y.data(), pool, o.isa);
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now_seconds();
+    cpu::matmul(m.w, x.data(), n, y.data(), pool, o.isa);
+    best = std::min(best, now_seconds() - t0);
+  }
+  const double gflops = 2.0 * shape.rows * shape.cols * n / best / 1e9;
+  std::printf("| %s | %s | prefill n=%ld | %.2f ms | %.0f GFLOP/s | %.0f%% of FMA peak |\n",
+              std::string(engine::ggml_type_name(type)).c_str(), shape.name, static_cast<long>(n),
+              best * 1e3, gflops, 100.0 * gflops / peak);
+}
+
+// All matrix products of one decoded token of the 0.5B model (24 layers + output).
+void bench_model_decode(const Options& o, GgmlType type, double bw, cpu::ThreadPool& pool) {
+  std::vector<Matrix> ms;
+  uint64_t seed = 1000;
+  for (int l = 0; l < kLayers; ++l)
+    for (const Shape* s : {&kQ, &kKV, &kKV, &kQ, &kUp, &kUp, &kDown})
+      ms.push_back(make_matrix(type, *s, ++seed));
+  ms.push_back(make_matrix(type, kOut, ++seed));
+  double bytes = 0;
+  for (auto& m : ms) bytes += double(m.w.row_bytes) * m.w.rows;
+  std::vector<float> x(4864, 0.25f), y(kOut.rows);
+  auto token = [&] {
+    for (auto& m : ms) cpu::matmul(m.w, x.data(), 1, y.data(), pool, o.isa);
+  };
+  token();
+  std::vector<double> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    const double t0 = now_seconds();
+    token();
+    times.push_back(now_seconds() - t0);
+  }
+  std::sort(times.begin(), times.end());
+  const double t = times[times.size() / 2];
+  std::printf("| %s | %.0f MB | %.2f ms | %.1f | %.1f GB/s | %.0f%% |\n",
+              std::string(engine::ggml_type_name(type)).c_str(), bytes / 1e6, t * 1e3, 1.0 / t,
+              bytes / t / 1e9, 100.0 * bytes / t / 1e9 / bw);
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--threads" || a == "-t") {
+      o.threads = std::atoi(value().c_str());
+    } else if (a == "--types") {
+      o.types.clear();
+      std::string list = value();
+      for (size_t p = 0; p <= list.size();) {
+        const size_t e = std::min(list.find(',', p), list.size());
+        const std::string name = list.substr(p, e - p);
+        bool found = false;
+        for (uint32_t id = 0; id < 31; ++id) {
+          const auto tr = engine::ggml_type_traits(id);
+          if (tr && tr->name == name && cpu::matmul_supports(GgmlType(id))) {
+            o.types.push_back(GgmlType(id));
+            found = true;
+          }
+        }
+        if (!found) {
+          std::fprintf(stderr, "unknown or unsupported type '%s'\n", name.c_str());
+          return false;
+        }
+        p = e + 1;
+      }
+    } else if (a == "--isa") {
+      const auto isa = cpu::parse_isa(value());
+      if (!isa || !cpu::isa_supported(*isa)) {
+        std::fprintf(stderr, "--isa must be scalar, avx2 or avx512 and supported here\n");
+        return false;
+      }
+      o.isa = *isa;
+    } else if (a == "--prefill-tokens") {
+      o.prefill_tokens = std::atol(value().c_str());
+    } else if (a == "--model-only") {
+      o.per_shape = false;
+    } else if (a == "--shapes-only") {
+      o.model = false;
+    } else {
+      std::printf(
+          "usage: ghostline-matmul-bench [-t N] [--types F16,Q8_0,...] [--isa LEVEL]\n"
+          "                              [--prefill-tokens N] [--model-only | --shapes-only]\n"
+          "Times matmul at the Qwen2.5-Coder-0.5B shapes: decode (1 token) per shape and for\n"
+          "all products of one token of the whole model, prefill (N tokens, default 512) per\n"
+          "layer shape; reports GB/s and GFLOP/s as fractions of the measured read bandwidth\n"
+          "and fp32 FMA peak at the same thread count (default 2 threads, best kernel level).\n");
+      return false;
+    }
+  }
+  return o.threads >= 1 && o.prefill_tokens >= 1;
+}
+
+}  // namespace
+}  // namespace ghostline::bench
+
+int main(int argc, char** argv) {
+  using namespace ghostline;
+  bench::Options o;
+  if (!bench::parse(argc, argv, o)) return argc > 1 && std::strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  const bool avx512 = engine::cpu::isa_supported(engine::cpu::CpuIsa::kAvx512);
+  const double bw = bench::measure_read_bandwidth(o.threads);
+  const double peak = engine::cpu::isa_supported(engine::cpu::CpuIsa::kAvx2)
+                          ? bench::measure_fma_peak(o.threads, avx512)
+                          : 1.0;
+  std::printf("threads %d, kernels %s; ceilings: read %.1f GB/s, fp32 FMA %.0f GFLOP/s\n\n",
+              o.threads, std::string(engine::cpu::isa_name(o.isa)).c_str(), bw, peak);
+  engine::cpu::ThreadPool pool(o.threads);
+  if (o.model) {
+    std::printf("Decode, all matrix products of one token of the 0.5B model:\n\n");
+    std::printf(
+        "| type | weights | time/token | tokens/s | GB/s | of bandwidth "
+        "|\n|---|---|---|---|---|---|\n");
+    for (auto type : o.types) bench::bench_model_decode(o, type, bw, pool);
+    std::printf("\n");
+  }
+  if (o.per_shape) {
+    std::printf("| type | shape | case | time | rate | fraction |\n|---|---|---|---|---|---|\n");
+    for (auto type : o.types) {
+      for (const auto* s : {&bench::kQ, &bench::kKV, &bench::kUp, &bench::kDown, &bench::kOut})
+        bench::bench_decode_shape(o, type, *s, bw, pool);
+      for (const auto* s : {&bench::kQ, &bench::kKV, &bench::kUp, &bench::kDown})
+        bench::bench_prefill_shape(o, type, *s, peak, pool);
+    }
+  }
+  return 0;
+}
