@@ -125,7 +125,7 @@ class EngineCompleter : public lsp::Completer {
     gen.cancel = cancel.flag();
     gen.deadline = start + std::chrono::milliseconds(deadline_ms);
     gen.should_stop = [&](std::span<const int32_t> tokens) {
-      return should_stop(shape, tokenizer.decode(tokens));
+      return should_stop(shape, tokenizer.decode_continuation(tokens));
     };
     engine::GenerateResult r;
     try {
@@ -147,7 +147,7 @@ class EngineCompleter : public lsp::Completer {
     std::vector<int32_t> visible;
     for (int32_t t : r.tokens)
       if (!tokenizer.is_control(t)) visible.push_back(t);
-    result.insert_text = finish_completion(shape, tokenizer.decode(visible));
+    result.insert_text = finish_completion(shape, tokenizer.decode_continuation(visible));
     result.replace_begin = result.replace_end = request.cursor;
     nlohmann::json stats = {
         {"promptTokens", r.prompt_tokens},     {"matchedTokens", r.reused_tokens},
