@@ -111,10 +111,6 @@ Matrix make_matrix(GgmlType type, const Shape& shape, uint64_t seed) {
   return m;
 }
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 struct Options {
   int threads = 2;
   std::vector<GgmlType> types = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
@@ -123,6 +119,7 @@ struct Options {
   int64_t prefill_tokens = 512;
   bool per_shape = true;
   bool model = true;
+  TimeBase time_base = TimeBase::kWall;
 };
 
 // Decode of one matrix shape, reading copies that together exceed the caches so the weights
@@ -137,9 +134,9 @@ void bench_decode_shape(const Options& o, GgmlType type, const Shape& shape, dou
   for (int c = 0; c < copies; ++c) cpu::matmul(ms[c].w, x.data(), 1, y.data(), pool, o.isa);
   std::vector<double> times;
   for (int rep = 0; rep < 3; ++rep) {
-    const double t0 = now_seconds();
+    const Stopwatch watch(o.time_base, o.threads);
     for (int c = 0; c < copies; ++c) cpu::matmul(ms[c].w, x.data(), 1, y.data(), pool, o.isa);
-    times.push_back((now_seconds() - t0) / copies);
+    times.push_back(watch.seconds() / copies);
   }
   std::sort(times.begin(), times.end());
   const double t = times[1];
@@ -159,9 +156,9 @@ void bench_prefill_shape(const Options& o, GgmlType type, const Shape& shape, do
   cpu::matmul(m.w, x.data(), n, y.data(), pool, o.isa);
   double best = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
-    const double t0 = now_seconds();
+    const Stopwatch watch(o.time_base, o.threads);
     cpu::matmul(m.w, x.data(), n, y.data(), pool, o.isa);
-    best = std::min(best, now_seconds() - t0);
+    best = std::min(best, watch.seconds());
   }
   const double gflops = 2.0 * shape.rows * shape.cols * n / best / 1e9;
   std::printf("| %s | %s | prefill n=%ld | %.2f ms | %.0f GFLOP/s | %.0f%% of FMA peak |\n",
@@ -198,9 +195,9 @@ void bench_model_decode(const Options& o, GgmlType type, double bw, cpu::ThreadP
   token();
   std::vector<double> times;
   for (int rep = 0; rep < 7; ++rep) {
-    const double t0 = now_seconds();
+    const Stopwatch watch(o.time_base, o.threads);
     token();
-    times.push_back(now_seconds() - t0);
+    times.push_back(watch.seconds());
   }
   std::sort(times.begin(), times.end());
   const double t = times[times.size() / 2];
@@ -244,6 +241,8 @@ bool parse(int argc, char** argv, Options& o) {
       o.isa = *isa;
     } else if (a == "--prefill-tokens") {
       o.prefill_tokens = std::atol(value().c_str());
+    } else if (a == "--cpu-time") {
+      o.time_base = TimeBase::kCpu;
     } else if (a == "--model-only") {
       o.per_shape = false;
     } else if (a == "--shapes-only") {
@@ -252,10 +251,13 @@ bool parse(int argc, char** argv, Options& o) {
       std::printf(
           "usage: ghostline-matmul-bench [-t N] [--types F16,Q8_0,...] [--isa LEVEL]\n"
           "                              [--prefill-tokens N] [--model-only | --shapes-only]\n"
+          "                              [--cpu-time]\n"
           "Times matmul at the Qwen2.5-Coder-0.5B shapes: decode (1 token) per shape and for\n"
           "all products of one token of the whole model, prefill (N tokens, default 512) per\n"
           "layer shape; reports GB/s and GFLOP/s as fractions of the measured read bandwidth\n"
-          "and fp32 FMA peak at the same thread count (default 2 threads, best kernel level).\n");
+          "and fp32 FMA peak at the same thread count (default 2 threads, best kernel level).\n"
+          "--cpu-time measures everything (ceilings too) in process CPU time per thread, for\n"
+          "machines shared with other work.\n");
       return false;
     }
   }
@@ -270,12 +272,14 @@ int main(int argc, char** argv) {
   bench::Options o;
   if (!bench::parse(argc, argv, o)) return argc > 1 && std::strcmp(argv[1], "--help") == 0 ? 0 : 2;
   const bool avx512 = engine::cpu::isa_supported(engine::cpu::CpuIsa::kAvx512);
-  const double bw = bench::measure_read_bandwidth(o.threads);
+  const double bw = bench::measure_read_bandwidth(o.threads, o.time_base);
   const double peak = engine::cpu::isa_supported(engine::cpu::CpuIsa::kAvx2)
-                          ? bench::measure_fma_peak(o.threads, avx512)
+                          ? bench::measure_fma_peak(o.threads, avx512, o.time_base)
                           : 1.0;
-  std::printf("threads %d, kernels %s; ceilings: read %.1f GB/s, fp32 FMA %.0f GFLOP/s\n\n",
-              o.threads, std::string(engine::cpu::isa_name(o.isa)).c_str(), bw, peak);
+  std::printf(
+      "threads %d, kernels %s, time base %s; ceilings: read %.1f GB/s, fp32 FMA %.0f GFLOP/s\n\n",
+      o.threads, std::string(engine::cpu::isa_name(o.isa)).c_str(),
+      o.time_base == bench::TimeBase::kCpu ? "CPU time per thread" : "wall clock", bw, peak);
   engine::cpu::ThreadPool pool(o.threads);
   if (o.model) {
     std::printf("Decode, all matrix products of one token of the 0.5B model:\n\n");
