@@ -66,6 +66,10 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
+// Ranges per thread: enough that a thread held up by the OS leaves little for the others to
+// wait on, few enough that claiming costs nothing.
+constexpr int64_t kChunksPerThread = 4;
+
 template <typename T>
 T* sized(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -163,9 +167,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     // Groups of 16 rows keep each thread's slice of y on its own cache lines.
     constexpr int64_t kRowGroup = 16;
     const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;
-    pool.parallel_for(groups, [&](int64_t g0, int64_t g1, int) {
-      ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
-    });
+    pool.parallel_for_chunks(
+        groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
+          ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
+        });
     return;
   }
 
@@ -178,10 +183,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
   });
   const kernels::PrefillJob job{&w, packed, n_tokens, y};
   const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
-  pool.parallel_for(panels, [&](int64_t p0, int64_t p1, int) {
-    float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
-    ks.prefill_panels(job, p0, p1, scratch);
-  });
+  pool.parallel_for_chunks(
+      panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
+        float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
+        ks.prefill_panels(job, p0, p1, scratch);
+      });
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
