@@ -1,0 +1,313 @@
+#include "engine/tokenizer/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/tokenizer/pretokenizer.h"
+
+namespace ghostline::engine {
+namespace {
+
+const std::string kDir = "../shared/data/tokenizer/";
+
+struct Vector {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+std::vector<Vector> read_vectors(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  std::vector<Vector> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    out.push_back({j.at("text").get<std::string>(), j.at("ids").get<std::vector<int32_t>>()});
+  }
+  return out;
+}
+
+std::unique_ptr<Tokenizer> load(const std::string& name) {
+  auto file = GgufFile::open(kDir + name + ".gguf");
+  return Tokenizer::from_gguf(*file);
+}
+
+std::string ids_string(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += std::to_string(id) + " ";
+  return s;
+}
+
+class SharedVectors : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedVectors, MatchLlamaCppExactly) {
+  auto tok = load(GetParam());
+  for (const char* kind : {".published.jsonl", ".code.jsonl"}) {
+    auto vectors = read_vectors(kDir + GetParam() + kind);
+    EXPECT_GT(vectors.size(), 10u);
+    int failures = 0;
+    for (const auto& v : vectors) {
+      auto ids = tok->encode(v.text);
+      EXPECT_EQ(ids, v.ids) << kind << " text: " << nlohmann::json(v.text).dump()
+                            << "\n got:      " << ids_string(ids)
+                            << "\n expected: " << ids_string(v.ids);
+      if (ids != v.ids && ++failures > 5) break;
+    }
+  }
+}
+
+TEST_P(SharedVectors, DecodeInvertsEncode) {
+  auto tok = load(GetParam());
+  for (const char* kind : {".published.jsonl", ".code.jsonl"}) {
+    for (const auto& v : read_vectors(kDir + GetParam() + kind)) {
+      EXPECT_EQ(tok->decode(tok->encode(v.text)), v.text);
+      std::string pieces;
+      for (int32_t id : v.ids) pieces += tok->token_bytes(id);
+      if (tok->model() == "llama" && !pieces.empty() && pieces[0] == ' ') pieces.erase(0, 1);
+      EXPECT_EQ(pieces, v.text);
+    }
+  }
+}
+
+// Random strings of code-like ASCII, multi-byte characters, whitespace runs and digits.
+std::string random_text(std::mt19937& rng, size_t n) {
+  static const std::vector<std::string> kAlphabet = {"a",        "b",
+                                                     "Z",        "_",
+                                                     "0",        "7",
+                                                     " ",        " ",
+                                                     "  ",       "\t",
+                                                     "\n",       "\r\n",
+                                                     "(",        ")",
+                                                     "{",        "}",
+                                                     "'s",       "'",
+                                                     "\"",       "->",
+                                                     "::",       ".",
+                                                     ",",        ";",
+                                                     "=",        "é",
+                                                     "ß",        "Ж",
+                                                     "中",       "文",
+                                                     "한",       "🚀",
+                                                     "\xcc\x81", "\xe2\x80\x8b",
+                                                     "\xc2\xa0", "\xc2\x85",
+                                                     "½",        "٣",
+                                                     "…",        "—",
+                                                     "<",        ">",
+                                                     "$",        "~",
+                                                     "\x01"};
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += kAlphabet[rng() % kAlphabet.size()];
+  return s;
+}
+
+TEST_P(SharedVectors, RoundTripsRandomUtf8) {
+  auto tok = load(GetParam());
+  std::mt19937 rng(42);
+  for (int i = 0; i < 300; ++i) {
+    std::string text = random_text(rng, 1 + rng() % 60);
+    EXPECT_EQ(tok->decode(tok->encode(text)), text) << nlohmann::json(text).dump();
+  }
+}
+
+TEST_P(SharedVectors, InvalidUtf8DoesNotCrash) {
+  auto tok = load(GetParam());
+  // A byte survives encoding when the vocabulary has a token that decodes to it alone. Some
+  // byte-level vocabularies lack tokens for bytes that valid UTF-8 never contains (starcoder),
+  // or use their characters for user-defined tokens (deepseek-coder: C0, C1, F5-FF).
+  std::vector<char> kept;
+  for (int b = 0x80; b < 0x100; ++b) {
+    std::string one(1, static_cast<char>(b));
+    auto ids = tok->encode_continuation(one);
+    if (ids.size() == 1 && tok->token_bytes(ids[0]) == one) kept.push_back(one[0]);
+  }
+  EXPECT_GE(kept.size(), 64u);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    std::string text, any;
+    size_t n = 1 + rng() % 40;
+    for (size_t k = 0; k < n; ++k) {
+      bool high = rng() % 3 == 0;
+      any += high ? static_cast<char>(0x80 + rng() % 128) : static_cast<char>(rng() % 128);
+      text += high ? kept[rng() % kept.size()] : static_cast<char>(rng() % 128);
+    }
+    for (const std::string& s : {any, text}) {
+      for (int32_t id : tok->encode(s)) {
+        EXPECT_GE(id, 0);
+        EXPECT_LT(id, tok->n_vocab());
+      }
+    }
+    EXPECT_EQ(tok->decode(tok->encode(text)), text) << ::testing::PrintToString(text);
+  }
+}
+
+// Where two strings first differ, with a little context, for readable failures.
+std::string first_difference(const std::string& got, const std::string& want) {
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  if (i == got.size() && i == want.size()) return "";
+  size_t from = i < 20 ? 0 : i - 20;
+  return "at byte " + std::to_string(i) + ": got " +
+         ::testing::PrintToString(got.substr(from, 50)) + ", want " +
+         ::testing::PrintToString(want.substr(from, 50));
+}
+
+TEST_P(SharedVectors, RoundTripsRealCode) {
+  auto tok = load(GetParam());
+  // SentencePiece reads a literal "▁" in the text as a space (llama.cpp does the same), so
+  // those vocabularies get sources that do not contain one.
+  std::vector<const char*> paths = {"engine/gguf/gguf_file.cpp", "engine/tokenizer/bpe.cpp",
+                                    "tests/engine/gguf_file_test.cpp"};
+  if (tok->model() == "gpt2") paths.push_back("engine/tokenizer/tokenizer.cpp");
+  for (const char* path : paths) {
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::string code{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_EQ(first_difference(tok->decode(tok->encode(code)), code), "") << path;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabularies, SharedVectors,
+                         ::testing::Values("deepseek-coder", "starcoder", "gpt-2", "llama-spm"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+TEST(Tokenizer, ReportsModelAndSpecials) {
+  auto ds = load("deepseek-coder");
+  EXPECT_EQ(ds->model(), "gpt2");
+  EXPECT_EQ(ds->pre(), "deepseek-coder");
+  EXPECT_EQ(ds->n_vocab(), 32256);
+  const auto& s = ds->specials();
+  EXPECT_EQ(s.bos, 32013);
+  EXPECT_EQ(s.eos, 32014);
+  EXPECT_TRUE(s.add_bos);
+  EXPECT_EQ(s.fim_pre, ds->find_token("<｜fim▁begin｜>"));
+  EXPECT_EQ(s.fim_suf, ds->find_token("<｜fim▁hole｜>"));
+  EXPECT_EQ(s.fim_mid, ds->find_token("<｜fim▁end｜>"));
+  EXPECT_EQ(s.eot, 32014);  // <｜end▁of▁sentence｜>
+  EXPECT_TRUE(ds->is_control(*s.fim_pre));
+  EXPECT_FALSE(ds->is_control(ds->find_token("def").value()));
+
+  auto sc = load("starcoder");
+  EXPECT_EQ(sc->specials().fim_pre, 1);
+  EXPECT_EQ(sc->specials().fim_mid, 2);
+  EXPECT_EQ(sc->specials().fim_suf, 3);
+  EXPECT_EQ(sc->specials().fim_pad, 4);
+  EXPECT_EQ(sc->specials().fim_rep, 5);
+  EXPECT_EQ(sc->specials().fim_sep, 6);
+  EXPECT_FALSE(sc->specials().add_bos);
+
+  auto spm = load("llama-spm");
+  EXPECT_EQ(spm->model(), "llama");
+  EXPECT_EQ(spm->specials().bos, 1);
+  EXPECT_EQ(spm->specials().eos, 2);
+  EXPECT_TRUE(spm->specials().add_bos);
+  EXPECT_TRUE(spm->is_control(1));
+  EXPECT_EQ(spm->token_text(1), "<s>");
+  EXPECT_EQ(spm->token_bytes(3 + 0x41), "A");  // <0x41>
+}
+
+TEST(Tokenizer, SpecialTokensAreParsedOnlyWhenAllowed) {
+  auto sc = load("starcoder");
+  const std::string text = "<fim_prefix>def f():<fim_suffix>\n<fim_middle>";
+  auto plain = sc->encode(text);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), 1), 0);
+  EXPECT_EQ(sc->decode(plain), text);
+  auto special = sc->encode(text, true);
+  ASSERT_GE(special.size(), 4u);
+  EXPECT_EQ(special.front(), 1);
+  EXPECT_EQ(special.back(), 2);
+  EXPECT_EQ(std::count(special.begin(), special.end(), 3), 1);
+  EXPECT_EQ(sc->decode(special), text);
+
+  // deepseek-coder's FIM tokens are user-defined in the file; recognised as FIM tokens they
+  // become control tokens and a file containing their text is not split on them.
+  auto ds = load("deepseek-coder");
+  const std::string fim = "<｜fim▁begin｜>x";
+  auto ids = ds->encode(fim);
+  EXPECT_NE(ids.front(), *ds->specials().fim_pre);
+  EXPECT_EQ(ds->encode(fim, true).front(), *ds->specials().fim_pre);
+
+  auto spm = load("llama-spm");
+  auto with_bos = spm->encode("<s>hello", true);
+  EXPECT_EQ(with_bos.front(), 1);
+  EXPECT_NE(spm->encode("<s>hello").front(), 1);
+}
+
+TEST(Tokenizer, SegmentsCutAfterNewlinesConcatenate) {
+  const std::string a = "def f(x):\n", b = "return x + 1\n", c = "print(f(2))";
+  for (const char* name : {"deepseek-coder", "starcoder", "gpt-2", "llama-spm"}) {
+    SCOPED_TRACE(name);
+    auto tok = load(name);
+    auto whole = tok->encode(a + b + c);
+    auto parts = tok->encode(a);
+    for (const auto& s : {b, c}) {
+      auto more = tok->encode_continuation(s);
+      parts.insert(parts.end(), more.begin(), more.end());
+    }
+    EXPECT_EQ(parts, whole);
+    EXPECT_EQ(tok->decode(parts), a + b + c);
+  }
+}
+
+// Splits with the named pre-tokenizer.
+std::vector<std::string> split(std::string_view pre, std::string_view text) {
+  PreTokenizer p(pre);
+  std::vector<std::string_view> words;
+  p.split(text, words);
+  return {words.begin(), words.end()};
+}
+
+using Words = std::vector<std::string>;
+
+TEST(PreTokenizer, Qwen2SplitsDigitsSingly) {
+  // qwen2: contractions (any case), optional non-letter prefix before letters, single
+  // digits, punctuation runs with trailing newlines, newline runs, whitespace.
+  EXPECT_EQ(split("qwen2", "Hello world123 "), (Words{"Hello", " world", "1", "2", "3", " "}));
+  EXPECT_EQ(split("qwen2", "I'M here, you'll"), (Words{"I", "'M", " here", ",", " you", "'ll"}));
+  EXPECT_EQ(split("qwen2", "x = 42;\n\n    y"),
+            (Words{"x", " =", " ", "4", "2", ";\n\n", "   ", " y"}));
+  EXPECT_EQ(split("qwen2", "if (a)\n\treturn"), (Words{"if", " (", "a", ")\n", "\treturn"}));
+  EXPECT_EQ(split("qwen2", "  \n  \n x"), (Words{"  \n  \n", " x"}));
+  EXPECT_EQ(split("qwen2", "$foo.bar"), (Words{"$foo", ".bar"}));
+  EXPECT_EQ(split("qwen2", "中文 text"), (Words{"中文", " text"}));
+  EXPECT_EQ(split("qwen2", "end   "), (Words{"end", "   "}));
+  // llama-bpe differs only in grouping up to three digits.
+  EXPECT_EQ(split("llama-bpe", "x=1234567"), (Words{"x", "=", "123", "456", "7"}));
+  EXPECT_EQ(split("qwen2", "x=1234567"), (Words{"x", "=", "1", "2", "3", "4", "5", "6", "7"}));
+}
+
+TEST(PreTokenizer, SeveralRegexesSplitInTurn) {
+  // deepseek-coder: newlines alone, letters with one optional leading space, punctuation,
+  // CJK runs, single digits; what no regex matches stays as it lies between matches.
+  EXPECT_EQ(split("deepseek-coder", "a1b 22\n\nc"),
+            (Words{"a", "1", "b", " ", "2", "2", "\n", "\n", "c"}));
+  EXPECT_EQ(split("deepseek-coder", "int变量 = 1;"), (Words{"int", "变量", " = ", "1", ";"}));
+  // starcoder: every digit alone, then GPT-2's regex within what is left.
+  EXPECT_EQ(split("starcoder", "abc 123def  x"),
+            (Words{"abc", " ", "1", "2", "3", "def", " ", " x"}));
+  EXPECT_EQ(split("gpt-2", "abc 123def  x"), (Words{"abc", " 123", "def", " ", " x"}));
+}
+
+TEST(PreTokenizer, InvalidUtf8StaysWhole) {
+  EXPECT_EQ(split("gpt-2", "ab\xff\xfe cd"), (Words{"ab", "\xff\xfe", " cd"}));
+  EXPECT_EQ(split("qwen2", "\xe4\xb8"), (Words{"\xe4\xb8"}));
+}
+
+TEST(PreTokenizer, UnknownNameIsRefused) {
+  EXPECT_THROW(PreTokenizer("no-such-pre"), std::runtime_error);
+  for (const char* name : {"default", "gpt-2", "llama-bpe", "qwen2", "deepseek-coder",
+                           "deepseek-llm", "starcoder", "refact", "smollm", "falcon"})
+    EXPECT_NO_THROW(PreTokenizer{name}) << name;
+}
+
+}  // namespace
+}  // namespace ghostline::engine
