@@ -117,7 +117,8 @@ class RowWriter {
         return;
       }
       case GgmlType::Q8_0:
-        cpu::quantize_row_q8_0(values_.data(), reinterpret_cast<cpu::BlockQ8_0*>(row_.data()), cols);
+        cpu::quantize_row_q8_0(values_.data(), reinterpret_cast<cpu::BlockQ8_0*>(row_.data()),
+                               cols);
         return;
       case GgmlType::Q4_0:
         quantize_row_q4_0(values_.data(), reinterpret_cast<cpu::BlockQ4_0*>(row_.data()), cols);
@@ -164,8 +165,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   const int64_t block = ggml_type_traits(s.type).block_elems;
   if (s.n_embd % block || s.n_ff % block)
     throw std::runtime_error("embedding and feed-forward sizes must be multiples of " +
-                             std::to_string(block) + " for " +
-                             std::string(ggml_type_name(s.type)));
+                             std::to_string(block) + " for " + std::string(ggml_type_name(s.type)));
   const std::vector<std::string> specials = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
                                              "<|fim_suffix|>", "<|fim_pad|>"};
   if (s.n_vocab < 256 + int(specials.size()))
@@ -181,7 +181,8 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
       tokens.push_back(std::string{a, b});
       merges.push_back(std::string{a, ' ', b});
     }
-  for (int i = 0; int(tokens.size()) < n_normal; ++i) tokens.push_back("<unused" + std::to_string(i) + ">");
+  for (int i = 0; int(tokens.size()) < n_normal; ++i)
+    tokens.push_back("<unused" + std::to_string(i) + ">");
   std::vector<int32_t> types(tokens.size(), 1);  // normal
   for (const auto& sp : specials) {
     tokens.push_back(sp);
