@@ -71,6 +71,7 @@ int generate_main(std::span<char* const> args) {
         if (!tok.is_control(id)) shown.push_back(id);
       std::printf("%s%s\n", prompt.c_str(), tok.decode(shown).c_str());
     }
+    std::fflush(stdout);
     std::fprintf(
         stderr,
         "prompt %d tokens in %.1f ms (%.1f t/s); generated %zu tokens in %.1f ms (%.1f "
