@@ -117,6 +117,10 @@ std::optional<int> ArgParser::parse(std::span<char* const> args) {
     std::string_view arg = args[i];
     if (!only_positionals && arg == "--") {
       only_positionals = true;
+      if (rest_) {  // everything after `--` belongs to the trailing list
+        for (++i; i < args.size(); ++i) rest_->emplace_back(args[i]);
+        break;
+      }
       continue;
     }
     if (!only_positionals && arg.size() > 1 && arg[0] == '-') {

@@ -69,7 +69,7 @@ int generate_main(std::span<char* const> args) {
       std::vector<int32_t> shown;
       for (int32_t id : r.tokens)
         if (!tok.is_control(id)) shown.push_back(id);
-      std::printf("%s%s\n", prompt.c_str(), tok.decode(shown).c_str());
+      std::printf("%s%s\n", prompt.c_str(), tok.decode_continuation(shown).c_str());
     }
     std::fflush(stdout);
     std::fprintf(

@@ -122,6 +122,8 @@ std::string human_bytes(size_t n) {
   char buf[32];
   if (n >= (size_t{1} << 20))
     std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(n) / (1 << 20));
+  else if (n >= 1024)
+    std::snprintf(buf, sizeof buf, "%zu KiB", n / 1024);
   else
     std::snprintf(buf, sizeof buf, "%zu bytes", n);
   return buf;

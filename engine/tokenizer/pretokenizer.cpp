@@ -42,22 +42,27 @@ std::optional<Spec> spec_for(std::string_view name) {
   if (name == "deepseek-coder")
     return Spec{{"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kCjk, "\\p{N}"}};
   if (name == "deepseek-llm")
-    return Spec{{"[\r\n]",
-                 "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-"
-                 "ՖႠ-"
-                 "ჅᎠ-"
-                 "Ᏽᏸ-"
-                 "ᏽᲐ-"
-                 "ᲺᲽ-Ჿᴀ-ᴫᵫ-"
-                 "ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\\x{1F7D}ᾀ-ᾴᾶ-ᾼ\\x{1FBE}ῂ-ῄῆ-ῌῐ-\\x{1FD3}ῖ-\\x{1FDB}ῠ-Ῥῲ-"
-                 "ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\\x{2126}ℨ\\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-"
-                 "ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-"
-                 "ｚ𐐀-"
-                 "𐑏𐒰-"
-                 "𐓓𐓘-"
-                 "𐓻𐲀-"
-                 "𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
-                 "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", kCjk, "\\p{N}+"}};
+    return Spec{
+        {"[\r\n]",
+         "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-"
+         "ԯԱ-"
+         "ՖႠ-"
+         "ჅᎠ-"
+         "Ᏽᏸ-"
+         "ᏽᲐ-"
+         "ᲺᲽ-Ჿᴀ-ᴫᵫ-"
+         "ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\\x{1F7D}ᾀ-ᾴᾶ-ᾼ\\x{1FBE}ῂ-ῄῆ-ῌῐ-\\x{1FD3}ῖ-\\x{1FDB}ῠ-Ῥῲ-"
+         "ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\\x{2126}ℨ\\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-"
+         "ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-"
+         "ﬆﬓ-"
+         "ﬗＡ-"
+         "Ｚａ-"
+         "ｚ𐐀-"
+         "𐑏𐒰-"
+         "𐓓𐓘-"
+         "𐓻𐲀-"
+         "𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+         "\\s?[!-/:-~！-／：-～‘-‟　-。]+", "\\s+$", kCjk, "\\p{N}+"}};
   if (name == "falcon") return Spec{{"[\\p{P}\\$\\+<=>\\^~\\|`]+", kGpt2, "[0-9][0-9][0-9]"}};
   if (is({"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"}))
     return Spec{{"\\p{N}", kGpt2}};
@@ -131,6 +136,10 @@ PreTokenizer::PreTokenizer(std::string_view name) {
                              "qwen2, deepseek-coder, deepseek-llm, starcoder, refact, smollm, "
                              "falcon, command-r, mpt, olmo, stablelm2, dbrx and aliases");
   ignore_merges_ = spec->ignore_merges;
+  if (spec->regexes.front() == "[\r\n]")
+    newline_cut_ = NewlineCut::kAlways;
+  else if (spec->regexes.front() == kLlama3 || spec->regexes.front() == kQwen2)
+    newline_cut_ = NewlineCut::kBeforeNonSpace;
   for (std::string_view re : spec->regexes) {
     std::string pattern = expand_whitespace(re);
     int err = 0;
@@ -152,10 +161,33 @@ PreTokenizer::PreTokenizer(std::string_view name) {
 
 PreTokenizer::~PreTokenizer() = default;
 
+namespace {
+
+// Per-thread match state: a JIT stack assigned through a match context makes each match call
+// cheaper than the default on-stack one and lets deep backtracking grow to 1 MiB.
+struct MatchState {
+  pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
+  pcre2_match_context* context = pcre2_match_context_create(nullptr);
+  pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
+  MatchState() {
+    if (!data || !context) throw std::bad_alloc();
+    if (stack) pcre2_jit_stack_assign(context, nullptr, stack);
+  }
+  ~MatchState() {
+    pcre2_jit_stack_free(stack);
+    pcre2_match_context_free(context);
+    pcre2_match_data_free(data);
+  }
+  MatchState(const MatchState&) = delete;
+  MatchState& operator=(const MatchState&) = delete;
+};
+
+}  // namespace
+
 void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& words) const {
   struct Piece {
     size_t begin, end;
-    bool opaque;  // invalid UTF-8: kept whole, never matched
+    bool final;  // invalid UTF-8 or a single character: no regex can split it further
   };
   std::vector<Piece> pieces, next;
   for (size_t pos = 0; pos < text.size();) {
@@ -170,16 +202,18 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
     }
   }
 
-  std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
-      pcre2_match_data_create(1, nullptr), &pcre2_match_data_free);
-  if (!md) throw std::bad_alloc();
+  thread_local MatchState state;
   const auto* subject_base = reinterpret_cast<PCRE2_SPTR>(text.data());
+  auto emit = [&](size_t begin, size_t end) {
+    bool single = utf8_sequence_length(text.substr(begin, end - begin)) == end - begin;
+    next.push_back({begin, end, single});
+  };
 
   for (const auto& re : regexes_) {
     next.clear();
     next.reserve(pieces.size() * 2);
     for (const Piece& p : pieces) {
-      if (p.opaque) {
+      if (p.final) {
         next.push_back(p);
         continue;
       }
@@ -187,9 +221,11 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
       const size_t len = p.end - p.begin;
       size_t last = 0, at = 0;
       while (at < len) {
-        int rc = re->jit ? pcre2_jit_match(re->code, subject, len, at, 0, md.get(), nullptr)
-                         : pcre2_match(re->code, subject, len, at, PCRE2_NO_UTF_CHECK, md.get(),
-                                       nullptr);
+        int rc = re->jit ? pcre2_jit_match(re->code, subject, len, at, 0, state.data, state.context)
+                         : PCRE2_ERROR_JIT_STACKLIMIT;
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // or no JIT: the interpreter has no such limit
+          rc = pcre2_match(re->code, subject, len, at, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                           state.data, nullptr);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
           PCRE2_UCHAR msg[256];
@@ -197,18 +233,22 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
           throw std::runtime_error(std::string("pre-tokenizer regex failed: ") +
                                    reinterpret_cast<const char*>(msg));
         }
-        const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
+        const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(state.data);
         size_t mb = ov[0], me = ov[1];
         if (me == mb) {  // an empty match: step over one character
           at = mb + 1;
           while (at < len && (subject[at] & 0xC0) == 0x80) ++at;
           continue;
         }
-        if (mb > last) next.push_back({p.begin + last, p.begin + mb, false});
-        next.push_back({p.begin + mb, p.begin + me, false});
+        if (mb > last) emit(p.begin + last, p.begin + mb);
+        emit(p.begin + mb, p.begin + me);
         last = at = me;
       }
-      if (last < len) next.push_back({p.begin + last, p.end, false});
+      if (last == 0) {
+        next.push_back(p);  // nothing matched: the piece stays whole
+      } else if (last < len) {
+        emit(p.begin + last, p.end);
+      }
     }
     pieces.swap(next);
   }

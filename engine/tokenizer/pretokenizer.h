@@ -24,6 +24,14 @@ class PreTokenizer {
   // Whether a word that is itself a vocabulary token is emitted without merging (llama-bpe).
   bool ignore_merges() const { return ignore_merges_; }
 
+  // What a cut right after a newline needs so that splitting there is exact.
+  enum class NewlineCut {
+    kAlways,            // the first regex isolates every newline
+    kBeforeNonSpace,    // the next character must not be whitespace
+    kBetweenNonSpaces,  // neither the next nor the previous character may be whitespace
+  };
+  NewlineCut newline_cut() const { return newline_cut_; }
+
   // The regexes used for a name (as written in llama.cpp), for tests and diagnostics.
   static std::vector<std::string_view> regexes_for(std::string_view name);
 
@@ -31,6 +39,7 @@ class PreTokenizer {
   struct Regex;
   std::vector<std::unique_ptr<Regex>> regexes_;
   bool ignore_merges_ = false;
+  NewlineCut newline_cut_ = NewlineCut::kBetweenNonSpaces;
 };
 
 }  // namespace ghostline::engine

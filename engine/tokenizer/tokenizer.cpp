@@ -4,6 +4,8 @@
 #include <functional>
 #include <stdexcept>
 
+#include <xxhash.h>
+
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer_impl.h"
 #include "engine/tokenizer/utf8.h"
@@ -11,6 +13,12 @@
 namespace ghostline::engine {
 
 // ---- StringIndex / MergeTable ----
+
+namespace {
+uint64_t hash_string(std::string_view s) {
+  return XXH3_64bits(s.data(), s.size());
+}
+}  // namespace
 
 void StringIndex::reserve(size_t n) {
   size_t cap = 16;
@@ -23,6 +31,21 @@ void StringIndex::reserve(size_t n) {
   size_ = 0;
   for (const Slot& s : old)
     if (s.value >= 0) put(s.key, s.value);
+  rebuild_filter();
+}
+
+// About 32 bits per key: two bits per key leave roughly 0.4% false positives.
+void StringIndex::rebuild_filter() {
+  size_t bits = 64;
+  while (bits < slots_.size() * 16) bits <<= 1;
+  filter_.assign(bits / 64, 0);
+  filter_mask_ = bits - 1;
+  for (const Slot& s : slots_) {
+    if (s.value < 0) continue;
+    uint64_t a = (s.hash >> 20) & filter_mask_, b = (s.hash >> 42) & filter_mask_;
+    filter_[a / 64] |= 1ull << (a % 64);
+    filter_[b / 64] |= 1ull << (b % 64);
+  }
 }
 
 void StringIndex::grow() {
@@ -31,7 +54,10 @@ void StringIndex::grow() {
 
 void StringIndex::put(std::string_view key, int32_t value) {
   if ((size_ + 1) * 2 > slots_.size()) grow();
-  uint64_t h = std::hash<std::string_view>{}(key);
+  uint64_t h = hash_string(key);
+  uint64_t a = (h >> 20) & filter_mask_, b = (h >> 42) & filter_mask_;
+  filter_[a / 64] |= 1ull << (a % 64);
+  filter_[b / 64] |= 1ull << (b % 64);
   for (size_t i = h & mask_;; i = (i + 1) & mask_) {
     Slot& s = slots_[i];
     if (s.value < 0) {
@@ -48,7 +74,8 @@ void StringIndex::put(std::string_view key, int32_t value) {
 
 int32_t StringIndex::get(std::string_view key) const {
   if (slots_.empty()) return -1;
-  uint64_t h = std::hash<std::string_view>{}(key);
+  uint64_t h = hash_string(key);
+  if (!may_contain(h)) return -1;
   for (size_t i = h & mask_;; i = (i + 1) & mask_) {
     const Slot& s = slots_[i];
     if (s.value < 0) return -1;
@@ -194,6 +221,21 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
   detect(sp.fim_rep, kFimRepTexts);
   detect(sp.fim_sep, kFimSepTexts);
 
+  // Tokens that end a generation, as llama.cpp collects them: EOS, EOT, every token with an
+  // end-of-turn text (made control tokens too), and the FIM pad/repo/file separators, which a
+  // FIM model emits when the middle is done.
+  for (auto text : kEotTexts) {
+    int32_t id = t.find(text);
+    if (id < 0) continue;
+    t.types[id] = TokenType::CONTROL;
+    t.end_of_generation.push_back(id);
+  }
+  for (const auto& id : {sp.eos, sp.eot, sp.fim_pad, sp.fim_rep, sp.fim_sep})
+    if (id) t.end_of_generation.push_back(*id);
+  std::sort(t.end_of_generation.begin(), t.end_of_generation.end());
+  t.end_of_generation.erase(std::unique(t.end_of_generation.begin(), t.end_of_generation.end()),
+                            t.end_of_generation.end());
+
   if (t.kind == Impl::Kind::kBpe) {
     load_bpe(t, file);
     sp.add_bos =
@@ -215,6 +257,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
         !t.text(id).empty())
       t.partition_tokens.push_back(id);
   }
+  for (int32_t id : t.partition_tokens)
+    if (t.text(id).find('\n') != std::string_view::npos) t.newline_in_special = true;
   std::stable_sort(t.partition_tokens.begin(), t.partition_tokens.end(),
                    [&](int32_t a, int32_t b) { return t.text(a).size() > t.text(b).size(); });
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
@@ -244,10 +288,31 @@ std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool parse_sp
   std::vector<Fragment> frags;
   if (!text.empty()) frags.push_back({-1, 0, text.size()});
   std::vector<Fragment> next;
+  // Which byte pairs occur in the text: most candidate tokens can be ruled out without
+  // searching for them (deepseek-coder has 254 user-defined tokens).
+  std::vector<uint64_t> pairs;
+  auto may_occur = [&](std::string_view tok) {
+    if (pairs.empty()) {
+      pairs.assign(65536 / 64 + 256 / 64, 0);
+      for (size_t i = 0; i < text.size(); ++i) {
+        auto a = static_cast<unsigned char>(text[i]);
+        pairs[1024 + a / 64] |= 1ull << (a % 64);
+        if (i + 1 < text.size()) {
+          unsigned k = a << 8 | static_cast<unsigned char>(text[i + 1]);
+          pairs[k / 64] |= 1ull << (k % 64);
+        }
+      }
+    }
+    auto a = static_cast<unsigned char>(tok[0]);
+    if (tok.size() == 1) return (pairs[1024 + a / 64] >> (a % 64) & 1) != 0;
+    unsigned k = a << 8 | static_cast<unsigned char>(tok[1]);
+    return (pairs[k / 64] >> (k % 64) & 1) != 0;
+  };
   for (int32_t id : t.partition_tokens) {
     TokenType ty = t.types[id];
     if (!parse_special && ty != TokenType::USER_DEFINED) continue;
     std::string_view tok = t.text(id);
+    if (tok.size() > text.size() || !may_occur(tok)) continue;
     if (text.find(tok) == std::string_view::npos) continue;
     next.clear();
     for (const Fragment& f : frags) {
@@ -350,6 +415,35 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   return out;
 }
 
+std::string Tokenizer::decode_continuation(std::span<const int32_t> ids) const {
+  std::string out;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= n_vocab())
+      throw std::out_of_range("token id " + std::to_string(id) + " outside the vocabulary of " +
+                              std::to_string(n_vocab()));
+    impl_->append_token_bytes(id, out);
+  }
+  return out;
+}
+
+bool Tokenizer::splits_exactly_at(std::string_view text, size_t pos) const {
+  if (pos == 0 || pos >= text.size()) return pos <= text.size();
+  const Impl& t = *impl_;
+  if (text[pos - 1] != '\n' || t.newline_in_special) return false;
+  // Conservative notion of "not whitespace": a printable ASCII character.
+  auto graphic = [&](size_t i) { return text[i] > ' ' && text[i] < 0x7f; };
+  if (t.kind == Impl::Kind::kSpm) return t.spm_barrier['\n'];
+  switch (t.pretokenizer->newline_cut()) {
+    case PreTokenizer::NewlineCut::kAlways:
+      return true;
+    case PreTokenizer::NewlineCut::kBeforeNonSpace:
+      return graphic(pos);
+    case PreTokenizer::NewlineCut::kBetweenNonSpaces:
+      return graphic(pos) && (pos == 1 || graphic(pos - 2));
+  }
+  return false;
+}
+
 std::string_view Tokenizer::token_text(int32_t id) const {
   if (id < 0 || id >= n_vocab()) throw std::out_of_range("token id " + std::to_string(id));
   return impl_->text(id);
@@ -370,6 +464,15 @@ std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
   int32_t id = impl_->find(text);
   if (id < 0) return std::nullopt;
   return id;
+}
+
+const std::vector<int32_t>& Tokenizer::end_of_generation() const {
+  return impl_->end_of_generation;
+}
+
+bool Tokenizer::is_end_of_generation(int32_t id) const {
+  const auto& eog = impl_->end_of_generation;
+  return std::binary_search(eog.begin(), eog.end(), id);
 }
 
 const Tokenizer::Specials& Tokenizer::specials() const {

@@ -2,14 +2,15 @@
 // tokenizer.ggml.pre, and SentencePiece ("llama") with byte fallback. Both reproduce
 // llama.cpp's token ids exactly.
 //
-// Segment-wise encoding: the prompt assembler may tokenize a text in segments and concatenate
-// the ids. The decoded bytes are always the concatenated text (decode for the first segment,
-// token_bytes for the rest). The ids are identical to encoding the whole text when every cut
-// lies on a pre-token boundary; cutting right after a newline that is followed by a
-// non-whitespace character is such a boundary for every pre-tokenizer supported here (for
-// deepseek-coder, llama-bpe and qwen2 any cut after a newline is). Continuation segments of a
-// SentencePiece vocabulary must use encode_continuation(), which does not insert the leading
-// "▁" that encode() adds at the start of a text.
+// Segment-wise encoding: the prompt assembler may tokenize a text in segments (encode() for
+// the first, encode_continuation() for the others, which for SentencePiece does not insert the
+// leading "▁") and concatenate the ids. Decoding them always gives back the concatenated text.
+// The ids are the same as encoding the whole text when every cut is one that
+// splits_exactly_at() accepts: right after a newline, with conditions on the neighbouring
+// characters that depend on the pre-tokenizer (any newline for deepseek-coder and llama
+// SentencePiece vocabularies; a newline followed by a non-space for llama-bpe and qwen2; a
+// newline between two non-spaces for the GPT-2 family, whose "\s+(?!\S)" reads a run of
+// whitespace at the end of a segment differently).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,12 @@ class Tokenizer {
   // encode() put in front of the text. Control tokens decode to their text; skip them with
   // is_control() when showing text to a user.
   std::string decode(std::span<const int32_t> ids) const;
+  // The exact bytes of the tokens, concatenated: for tokens that continue a text, such as
+  // generated ones, where a SentencePiece leading space is part of the text.
+  std::string decode_continuation(std::span<const int32_t> ids) const;
+  // Whether encoding text[0, pos) and text[pos, end) separately gives the ids of the whole
+  // (conservative: false when unsure). pos 0 and text.size() are always exact.
+  bool splits_exactly_at(std::string_view text, size_t pos) const;
   std::string_view token_text(int32_t id) const;  // the vocab string
   std::string token_bytes(int32_t id) const;      // the bytes it decodes to
   int32_t n_vocab() const;
@@ -57,6 +64,10 @@ class Tokenizer {
     bool add_bos = false;
   };
   const Specials& specials() const;
+  // Tokens after which generation stops (sorted): EOS, EOT, every token with a well-known
+  // end-of-turn text, and the FIM pad, repo and file-separator tokens.
+  const std::vector<int32_t>& end_of_generation() const;
+  bool is_end_of_generation(int32_t id) const;
   bool is_control(int32_t id) const;  // special/control tokens (never shown as completion text)
   std::string_view model() const;     // "gpt2" or "llama"
   std::string_view pre() const;       // pre-tokenizer name

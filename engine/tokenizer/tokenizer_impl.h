@@ -25,7 +25,9 @@ enum class TokenType : uint8_t {
   BYTE = 6,
 };
 
-// Open-addressing map from strings to ids. Keys are views: the owner keeps them alive.
+// Open-addressing map from strings to ids. Keys are views: the owner keeps them alive. A small
+// two-bit filter in front answers most failed lookups (frequent in SentencePiece, which tries
+// every adjacent pair) without touching the table.
 class StringIndex {
  public:
   void reserve(size_t n);
@@ -40,9 +42,17 @@ class StringIndex {
     int32_t value = -1;
   };
   void grow();
+  void rebuild_filter();
+  bool may_contain(uint64_t hash) const {
+    if (filter_.empty()) return true;
+    uint64_t a = (hash >> 20) & filter_mask_, b = (hash >> 42) & filter_mask_;
+    return (filter_[a / 64] >> (a % 64) & 1) && (filter_[b / 64] >> (b % 64) & 1);
+  }
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
+  std::vector<uint64_t> filter_;
+  uint64_t filter_mask_ = 0;
 };
 
 // Open-addressing map from a pair of symbol ids to the BPE merge they form.
@@ -71,6 +81,26 @@ class MergeTable {
   size_t mask_ = 0;
 };
 
+// BPE merge state of one word (bpe.cpp).
+struct BpeSymbol {
+  int32_t id;  // symbol id (token id below n_vocab)
+  int32_t prev, next;
+};
+
+struct BpeBigram {
+  int32_t rank;
+  int32_t left, right;
+  int32_t left_id, right_id;  // symbols when queued; stale entries no longer match
+  int32_t result;
+};
+
+// Min-heap order: lowest rank, then leftmost.
+struct BpeBigramAfter {
+  bool operator()(const BpeBigram& a, const BpeBigram& b) const {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  }
+};
+
 struct Tokenizer::Impl {
   enum class Kind { kBpe, kSpm };
   Kind kind = Kind::kBpe;
@@ -86,8 +116,10 @@ struct Tokenizer::Impl {
   StringIndex index;
   std::deque<std::string> extra_strings;
   Specials specials;
-  std::vector<int32_t> partition_tokens;  // control, user-defined and unknown; longest first
-  bool add_space_prefix = true;           // SentencePiece
+  std::vector<int32_t> end_of_generation;  // sorted
+  std::vector<int32_t> partition_tokens;   // control, user-defined and unknown; longest first
+  bool add_space_prefix = true;            // SentencePiece
+  bool newline_in_special = false;         // a special token contains a newline
 
   // Byte-level BPE.
   std::unique_ptr<PreTokenizer> pretokenizer;
@@ -118,6 +150,8 @@ struct Tokenizer::Impl {
 
   // Encoders of one stretch of ordinary text (no special tokens in it).
   void encode_bpe(std::string_view text, std::vector<int32_t>& out) const;
+  void bpe_word(std::string_view word, std::vector<int32_t>& out, std::vector<BpeSymbol>& symbols,
+                std::vector<BpeBigram>& heap, std::string& encoded) const;
   void encode_spm(std::string_view text, std::vector<int32_t>& out) const;
   void encode_spm_piece(std::string_view escaped, std::vector<int32_t>& out) const;
 };

@@ -2,13 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/pretokenizer.h"
+#include "gguf_test_writer.h"
 
 namespace ghostline::engine {
 namespace {
@@ -196,7 +200,12 @@ TEST(Tokenizer, ReportsModelAndSpecials) {
   EXPECT_TRUE(ds->is_control(*s.fim_pre));
   EXPECT_FALSE(ds->is_control(ds->find_token("def").value()));
 
+  EXPECT_TRUE(ds->is_end_of_generation(32014));
+  EXPECT_FALSE(ds->is_end_of_generation(32013));
+
   auto sc = load("starcoder");
+  // <|endoftext|> (EOS and EOT), <fim_pad>, <repo_name>, <file_sep>.
+  EXPECT_EQ(sc->end_of_generation(), (std::vector<int32_t>{0, 4, 5, 6}));
   EXPECT_EQ(sc->specials().fim_pre, 1);
   EXPECT_EQ(sc->specials().fim_mid, 2);
   EXPECT_EQ(sc->specials().fim_suf, 3);
@@ -213,6 +222,16 @@ TEST(Tokenizer, ReportsModelAndSpecials) {
   EXPECT_TRUE(spm->is_control(1));
   EXPECT_EQ(spm->token_text(1), "<s>");
   EXPECT_EQ(spm->token_bytes(3 + 0x41), "A");  // <0x41>
+}
+
+TEST(Tokenizer, DecodeContinuationKeepsLeadingSpaces) {
+  auto spm = load("llama-spm");
+  auto ids = spm->encode_continuation(" return x");
+  EXPECT_EQ(spm->decode_continuation(ids), " return x");
+  EXPECT_EQ(spm->decode(spm->encode("return x")), "return x");
+  auto bpe = load("starcoder");
+  EXPECT_EQ(bpe->decode_continuation(bpe->encode(" return x")), " return x");
+  EXPECT_THROW(bpe->decode_continuation(std::vector<int32_t>{-1}), std::out_of_range);
 }
 
 TEST(Tokenizer, SpecialTokensAreParsedOnlyWhenAllowed) {
@@ -307,6 +326,180 @@ TEST(PreTokenizer, UnknownNameIsRefused) {
   for (const char* name : {"default", "gpt-2", "llama-bpe", "qwen2", "deepseek-coder",
                            "deepseek-llm", "starcoder", "refact", "smollm", "falcon"})
     EXPECT_NO_THROW(PreTokenizer{name}) << name;
+}
+
+}  // namespace
+}  // namespace ghostline::engine
+
+namespace ghostline::engine {
+namespace {
+
+using testing::GgufValue;
+using testing::GgufWriter;
+
+// GPT-2's printable character for each byte (bytes_to_unicode).
+std::string byte_char(unsigned char b) {
+  static const std::vector<std::string> table = [] {
+    std::vector<std::string> t(256);
+    int next = 256;
+    for (int c = 0; c < 256; ++c) {
+      bool printable = (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE);
+      int cp = printable ? c : next++;
+      std::string s;
+      if (cp < 0x80) {
+        s += static_cast<char>(cp);
+      } else {
+        s += static_cast<char>(0xC0 | (cp >> 6));
+        s += static_cast<char>(0x80 | (cp & 0x3F));
+      }
+      t[c] = s;
+    }
+    return t;
+  }();
+  return table[b];
+}
+
+// A tiny byte-level BPE vocabulary: all 256 byte characters, then the merged tokens.
+std::unique_ptr<Tokenizer> tiny_bpe(const std::string& pre, const std::vector<std::string>& merges,
+                                    const std::vector<std::string>& extra_tokens,
+                                    const std::string& dir_name) {
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(byte_char(static_cast<unsigned char>(b)));
+  for (const auto& t : extra_tokens) tokens.push_back(t);
+  GgufWriter w;
+  w.add("tokenizer.ggml.model", GgufValue::string("gpt2"));
+  w.add("tokenizer.ggml.pre", GgufValue::string(pre));
+  w.add("tokenizer.ggml.tokens", GgufValue::strings(tokens));
+  w.add("tokenizer.ggml.merges", GgufValue::strings(merges));
+  const std::string path = ::testing::TempDir() + dir_name + ".gguf";
+  GgufWriter::write_file(path, w.build());
+  auto file = GgufFile::open(path);
+  return Tokenizer::from_gguf(*file);
+}
+
+TEST(TokenizerBpe, MergesLowestRankFirstAndLeftmostOnTies) {
+  // Ranks: "b c" before "a b", so "abc" -> "a" + "bc"; "x x" applies left to right.
+  auto tok = tiny_bpe("gpt-2", {"b c", "a b", "x x"}, {"bc", "ab", "xx"}, "tiny-ranks");
+  EXPECT_EQ(tok->encode("abc"), (std::vector<int32_t>{'a', 256}));
+  EXPECT_EQ(tok->encode("ab"), (std::vector<int32_t>{257}));
+  EXPECT_EQ(tok->encode("xxx"), (std::vector<int32_t>{258, 'x'}));
+  EXPECT_EQ(tok->decode(tok->encode("abc xxx")), "abc xxx");
+}
+
+TEST(TokenizerBpe, LlamaBpeTakesWholeWordTokensWithoutMerging) {
+  // "abc" is a token that the merges cannot build ("a b" then nothing joins "ab" and "c").
+  const std::vector<std::string> merges = {"a b"};
+  const std::vector<std::string> extra = {"ab", "abc"};
+  auto llama3 = tiny_bpe("llama-bpe", merges, extra, "tiny-llama3");
+  auto gpt2 = tiny_bpe("gpt-2", merges, extra, "tiny-gpt2");
+  EXPECT_EQ(llama3->encode("abc"), (std::vector<int32_t>{257}));
+  EXPECT_EQ(gpt2->encode("abc"), (std::vector<int32_t>{256, 'c'}));
+  EXPECT_TRUE(llama3->specials().add_bos);
+  EXPECT_FALSE(gpt2->specials().add_bos);
+}
+
+TEST(TokenizerBpe, RefusesUnsupportedVocabularies) {
+  auto open_tokenizer = [](GgufWriter& w, const std::string& name) -> std::string {
+    const std::string path = ::testing::TempDir() + name + ".gguf";
+    GgufWriter::write_file(path, w.build());
+    try {
+      auto file = GgufFile::open(path);
+      Tokenizer::from_gguf(*file);
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  };
+  GgufWriter none;
+  none.add("general.architecture", GgufValue::string("llama"));
+  EXPECT_NE(open_tokenizer(none, "tok-none").find("tokenizer.ggml.model"), std::string::npos);
+  GgufWriter bert;
+  bert.add("tokenizer.ggml.model", GgufValue::string("bert"));
+  bert.add("tokenizer.ggml.tokens", GgufValue::strings({"a"}));
+  EXPECT_NE(open_tokenizer(bert, "tok-bert").find("\"bert\""), std::string::npos);
+  GgufWriter pre;
+  pre.add("tokenizer.ggml.model", GgufValue::string("gpt2"));
+  pre.add("tokenizer.ggml.pre", GgufValue::string("future-pre"));
+  pre.add("tokenizer.ggml.tokens", GgufValue::strings({"a"}));
+  pre.add("tokenizer.ggml.merges", GgufValue::strings({}));
+  EXPECT_NE(open_tokenizer(pre, "tok-pre").find("future-pre"), std::string::npos);
+  GgufWriter types;
+  types.add("tokenizer.ggml.model", GgufValue::string("llama"));
+  types.add("tokenizer.ggml.tokens", GgufValue::strings({"a", "b"}));
+  types.add("tokenizer.ggml.token_type", GgufValue::i32s({1}));
+  EXPECT_NE(open_tokenizer(types, "tok-types").find("token_type"), std::string::npos);
+}
+
+// Encoding at every cut that splits_exactly_at() accepts gives the ids of the whole text (the
+// contract the prompt assembler relies on); the cuts it refuses do differ somewhere.
+TEST(TokenizerSegments, AcceptedCutsAreExactOnRealCode) {
+  std::string code;
+  for (const char* path : {"engine/gguf/gguf_file.cpp", "tests/engine/gguf_file_test.cpp"}) {
+    std::ifstream in(path);
+    code.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  code += "\r\nx = 1\r\n\r\n  y\n\n\n z \n\tw\n";
+  auto encode_cut = [](const Tokenizer& tok, std::string_view text,
+                       const std::vector<size_t>& cuts) {
+    std::vector<int32_t> ids;
+    size_t start = 0;
+    for (size_t i = 0; i <= cuts.size(); ++i) {
+      size_t end = i < cuts.size() ? cuts[i] : text.size();
+      auto seg = text.substr(start, end - start);
+      auto more = start == 0 ? tok.encode(seg) : tok.encode_continuation(seg);
+      ids.insert(ids.end(), more.begin(), more.end());
+      start = end;
+    }
+    return ids;
+  };
+  std::vector<std::pair<std::string, std::unique_ptr<Tokenizer>>> tokenizers;
+  for (const char* name : {"deepseek-coder", "starcoder", "gpt-2", "llama-spm"}) {
+    auto file = GgufFile::open(std::string("../shared/data/tokenizer/") + name + ".gguf");
+    tokenizers.emplace_back(name, Tokenizer::from_gguf(*file));
+  }
+  // No qwen2 or llama-bpe vocabulary is shared: tiny ones whose merges join whitespace show
+  // where their pre-tokenizers put word boundaries.
+  const std::vector<std::string> merges = {"Ċ Ċ", "Ġ Ġ", "ĠĠ ĠĠ", "Ġ Ċ", "ĉ ĉ", "č Ċ", "ĠĠ Ċ"};
+  const std::vector<std::string> merged = {"ĊĊ", "ĠĠ", "ĠĠĠĠ", "ĠĊ", "ĉĉ", "čĊ", "ĠĠĊ"};
+  for (const char* pre : {"qwen2", "llama-bpe"})
+    tokenizers.emplace_back(pre, tiny_bpe(pre, merges, merged, std::string("tiny-cut-") + pre));
+  for (const auto& [name, tok] : tokenizers) {
+    SCOPED_TRACE(name);
+    std::vector<size_t> accepted, refused;
+    for (size_t i = 1; i < code.size(); ++i) {
+      if (code[i - 1] != '\n') {
+        EXPECT_FALSE(tok->splits_exactly_at(code, i));
+        continue;
+      }
+      (tok->splits_exactly_at(code, i) ? accepted : refused).push_back(i);
+    }
+    EXPECT_GT(accepted.size(), 50u);
+    const auto whole = tok->encode(code);
+    EXPECT_EQ(encode_cut(*tok, code, accepted), whole);
+    if (!refused.empty()) {
+      EXPECT_NE(encode_cut(*tok, code, refused), whole);
+    }
+  }
+}
+
+TEST(TokenizerThreads, ConcurrentEncodesAgree) {
+  auto file = GgufFile::open("../shared/data/tokenizer/deepseek-coder.gguf");
+  auto tok = Tokenizer::from_gguf(*file);
+  std::ifstream in("engine/gguf/gguf_file.cpp");
+  std::string code{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto expected = tok->encode(code);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        if (tok->encode(code) != expected) ++mismatches;
+        if (tok->encode(code.substr(t * 100, 500)) != tok->encode(code.substr(t * 100, 500)))
+          ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace

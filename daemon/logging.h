@@ -1,0 +1,13 @@
+// Logging set-up shared by the subcommands: never to stdout (it carries LSP in stdio mode).
+#pragma once
+
+#include <string>
+
+namespace ghostline::daemon {
+
+// Level is one of trace, debug, info, warn, error, off. Logs go to `file` when given, else to
+// stderr. Throws std::invalid_argument for an unknown level, std::runtime_error for a file
+// that cannot be opened.
+void setup_logging(const std::string& level, const std::string& file);
+
+}  // namespace ghostline::daemon

@@ -1,0 +1,58 @@
+// The port through which the LSP server asks for completions. The daemon implements it with
+// the engine; tests implement it with doubles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lsp/cancel_token.h"
+
+namespace ghostline::lsp {
+
+enum class TriggerKind { Invoked = 1, Automatic = 2 };
+
+// Another open document of the same session, offered as context.
+struct ContextDocument {
+  std::string uri;
+  std::string language_id;
+  std::string text;
+};
+
+struct CompletionRequest {
+  std::string uri;
+  std::string language_id;
+  int64_t version = 0;
+  std::string text;          // the document at the time of the request
+  size_t cursor = 0;         // byte offset of the cursor in text
+  TriggerKind trigger = TriggerKind::Automatic;
+  int max_tokens = 0;        // 0: the completer's default
+  int deadline_ms = 0;       // 0: the completer's default
+  // The item selected in the editor's completion widget, if any: the completion must start
+  // by replacing [selected_begin, selected_end) with selected_text.
+  bool has_selected = false;
+  size_t selected_begin = 0, selected_end = 0;
+  std::string selected_text;
+  std::vector<ContextDocument> other_documents;
+};
+
+struct CompletionResult {
+  std::string insert_text;   // text inserted at the cursor (empty: nothing to show)
+  // Replacement range in bytes of the request's text; equal to the cursor for a plain insert.
+  size_t replace_begin = 0, replace_end = 0;
+  std::string stats_json;    // per-request statistics, serialized JSON object (may be empty)
+};
+
+class Completer {
+ public:
+  virtual ~Completer() = default;
+  // Runs on the engine thread. Must check `cancel` between steps and return promptly once it
+  // is set (whatever it returns then is discarded).
+  virtual CompletionResult complete(const CompletionRequest& request, const CancelToken& cancel) = 0;
+  // A short description for logs and `ghostline/stats` (e.g. the model file).
+  virtual std::string describe() const = 0;
+  // Whether this completer can produce completions at all (false: no model loaded).
+  virtual bool ready() const { return true; }
+};
+
+}  // namespace ghostline::lsp

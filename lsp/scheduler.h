@@ -1,0 +1,95 @@
+// Sits between dispatch (I/O thread) and the completer (engine thread). A newer request for a
+// document supersedes the older one, cancellation answers at once, a short debounce lets a
+// burst of keystrokes collapse into one request, and one job runs at a time on the engine
+// thread. Every submitted job gets exactly one outcome, delivered through `post`.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "lsp/completer.h"
+
+namespace ghostline::lsp {
+
+struct Outcome {
+  enum class Kind { Completed, Cancelled, Failed };
+  Kind kind;
+  CompletionResult result;        // Completed
+  std::string error;              // Failed
+  double queue_ms = 0;            // waiting (debounce and queue) before the completer started
+  double complete_ms = 0;         // time inside the completer
+};
+
+struct SchedulerCounters {
+  uint64_t submitted = 0, completed = 0, failed = 0;
+  uint64_t cancelled_by_client = 0, superseded = 0, invalidated_by_edit = 0, dropped = 0;
+};
+
+class Scheduler {
+ public:
+  using JobId = uint64_t;
+  using Done = std::function<void(Outcome)>;
+  // Runs a function on the I/O thread.
+  using Post = std::function<void(std::function<void()>)>;
+
+  enum class CancelReason { Client, Superseded, Edited, Dropped };
+
+  Scheduler(Completer& completer, Post post, std::chrono::milliseconds debounce);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // I/O thread only. `document_key` identifies the document across sessions (session id +
+  // URI). An older job for the same key is cancelled as superseded.
+  JobId submit(const std::string& document_key, CompletionRequest request, Done done,
+               std::chrono::milliseconds debounce);
+  JobId submit(const std::string& document_key, CompletionRequest request, Done done) {
+    return submit(document_key, std::move(request), std::move(done), debounce_);
+  }
+  // I/O thread only. Unknown or finished ids are ignored. Returns whether a job was cancelled.
+  bool cancel(JobId id, CancelReason reason);
+  // I/O thread only: cancels the job of a document (an edit made its position stale).
+  void cancel_document(const std::string& document_key, CancelReason reason);
+
+  // Stops the engine thread after the running job; pending jobs are cancelled.
+  void stop();
+
+  SchedulerCounters counters() const;
+  // I/O thread only: statistics of the most recent completed requests, oldest first, each the
+  // completer's stats object with the scheduler's queueMs and completeMs added.
+  const std::deque<std::string>& recent_stats() const { return recent_stats_; }
+  std::chrono::milliseconds default_debounce() const { return debounce_; }
+
+ private:
+  struct Job;
+  void engine_loop();
+  void finish(const std::shared_ptr<Job>& job, Outcome outcome);
+
+  Completer& completer_;
+  Post post_;
+  std::chrono::milliseconds debounce_;
+
+  // I/O thread state.
+  std::unordered_map<JobId, std::shared_ptr<Job>> live_;        // not yet answered
+  std::unordered_map<std::string, JobId> latest_by_document_;
+  JobId next_id_ = 1;
+  std::deque<std::string> recent_stats_;
+
+  // Shared with the engine thread.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  SchedulerCounters counters_;
+  std::thread engine_thread_;
+};
+
+}  // namespace ghostline::lsp

@@ -1,0 +1,581 @@
+#include "lsp/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include "lsp/recorder.h"
+
+namespace ghostline::lsp {
+
+using nlohmann::json;
+
+namespace {
+
+// Thrown by handlers for params of the wrong shape; answered with -32602.
+struct InvalidParams {
+  std::string message;
+};
+
+const json& member(const json& obj, const char* key) {
+  if (!obj.is_object()) throw InvalidParams{"params must be an object"};
+  auto it = obj.find(key);
+  if (it == obj.end()) throw InvalidParams{std::string("missing '") + key + "'"};
+  return *it;
+}
+
+std::string string_member(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  if (!v.is_string()) throw InvalidParams{std::string("'") + key + "' must be a string"};
+  return v.get<std::string>();
+}
+
+int64_t int_member(const json& obj, const char* key) {
+  const json& v = member(obj, key);
+  if (!v.is_number_integer()) throw InvalidParams{std::string("'") + key + "' must be an integer"};
+  return v.get<int64_t>();
+}
+
+Position parse_position(const json& v) {
+  if (!v.is_object()) throw InvalidParams{"position must be an object"};
+  Position p{int_member(v, "line"), int_member(v, "character")};
+  if (p.line < 0 || p.character < 0) throw InvalidParams{"position must not be negative"};
+  return p;
+}
+
+Range parse_range(const json& v) {
+  if (!v.is_object()) throw InvalidParams{"range must be an object"};
+  return {parse_position(member(v, "start")), parse_position(member(v, "end"))};
+}
+
+json to_json(Position p) { return {{"line", p.line}, {"character", p.character}}; }
+json to_json(const Range& r) { return {{"start", to_json(r.start)}, {"end", to_json(r.end)}}; }
+
+std::string uri_of(const json& params) {
+  return string_member(member(params, "textDocument"), "uri");
+}
+
+bool is_identifier_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         (static_cast<unsigned char>(c) & 0x80);
+}
+
+}  // namespace
+
+Session::Session(int id, MessageSink& out, Scheduler& scheduler, const Completer& completer,
+                 const ServerOptions& options, Recorder* recorder)
+    : id_(id),
+      out_(out),
+      scheduler_(scheduler),
+      completer_(completer),
+      options_(options),
+      settings_(options.defaults),
+      recorder_(recorder),
+      decoder_(options.max_message_bytes) {}
+
+Session::~Session() { on_disconnect(); }
+
+const std::unordered_map<std::string_view, Session::RequestHandler>& Session::request_table() {
+  static const std::unordered_map<std::string_view, RequestHandler> table = {
+      {"initialize", &Session::on_initialize},
+      {"shutdown", &Session::on_shutdown},
+      {"textDocument/inlineCompletion", &Session::on_inline_completion},
+      {"textDocument/completion", &Session::on_completion},
+      {"ghostline/stats", &Session::on_stats},
+  };
+  return table;
+}
+
+const std::unordered_map<std::string_view, Session::NotificationHandler>&
+Session::notification_table() {
+  static const std::unordered_map<std::string_view, NotificationHandler> table = {
+      {"initialized", &Session::on_initialized},
+      {"exit", &Session::on_exit},
+      {"$/cancelRequest", &Session::on_cancel_request},
+      {"$/setTrace", &Session::on_set_trace},
+      {"workspace/didChangeConfiguration", &Session::on_did_change_configuration},
+      {"textDocument/didOpen", &Session::on_did_open},
+      {"textDocument/didChange", &Session::on_did_change},
+      {"textDocument/didSave", &Session::on_did_save},
+      {"textDocument/didClose", &Session::on_did_close},
+  };
+  return table;
+}
+
+void Session::on_bytes(std::string_view bytes) {
+  for (auto& event : decoder_.feed(bytes)) {
+    if (exited_) return;
+    if (auto* body = std::get_if<std::string>(&event)) {
+      on_message(*body);
+    } else {
+      const auto& error = std::get<FramingError>(event);
+      spdlog::error("session {}: {}", id_, error.message);
+      reply_error(nullptr, ErrorCode::ParseError, error.message);
+    }
+  }
+}
+
+void Session::on_disconnect() {
+  if (decoder_.mid_message() && !exited_)
+    spdlog::warn("session {}: client disconnected in the middle of a message", id_);
+  // Cancelling answers each request and erases it from pending_, so iterate a copy.
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
+  documents_.clear();
+  exited_ = true;
+}
+
+void Session::on_message(std::string_view body) {
+  json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (recorder_) recorder_->record(id_, message.is_discarded() ? nullptr : &message, body);
+  if (message.is_discarded()) {
+    // nlohmann's parser also rejects invalid UTF-8 in strings.
+    spdlog::error("session {}: message is not valid JSON (or not valid UTF-8)", id_);
+    reply_error(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
+    return;
+  }
+  if (message.is_array()) {
+    reply_error(nullptr, ErrorCode::InvalidRequest, "JSON-RPC batches are not supported by LSP");
+    return;
+  }
+  dispatch(message);
+}
+
+void Session::dispatch(const json& message) {
+  if (!message.is_object()) {
+    reply_error(nullptr, ErrorCode::InvalidRequest, "a message must be a JSON object");
+    return;
+  }
+  auto method_it = message.find("method");
+  auto id_it = message.find("id");
+  bool has_id = id_it != message.end();
+  if (has_id && !id_it->is_string() && !id_it->is_number_integer()) {
+    reply_error(nullptr, ErrorCode::InvalidRequest, "id must be an integer or a string");
+    return;
+  }
+  if (method_it == message.end()) {
+    // A response to a request of ours: the server sends none that need an answer.
+    if (!has_id) reply_error(nullptr, ErrorCode::InvalidRequest, "message has no method");
+    return;
+  }
+  if (!method_it->is_string()) {
+    if (has_id) reply_error(*id_it, ErrorCode::InvalidRequest, "method must be a string");
+    return;
+  }
+  const std::string method = method_it->get<std::string>();
+  const json& id = has_id ? *id_it : json();
+  static const json kNoParams = json::object();
+  auto params_it = message.find("params");
+  const json& params = params_it == message.end() ? kNoParams : *params_it;
+  trace(has_id ? "received request '" + method + "'" : "received notification '" + method + "'",
+        &params);
+
+  if (has_id) {
+    if (state_ == State::Uninitialized && method != "initialize") {
+      reply_error(id, ErrorCode::ServerNotInitialized, "the server is not initialized yet");
+      return;
+    }
+    if (state_ == State::ShutDown) {
+      reply_error(id, ErrorCode::InvalidRequest, "the server is shut down; only 'exit' is accepted");
+      return;
+    }
+    auto it = request_table().find(method);
+    if (it == request_table().end()) {
+      reply_error(id, ErrorCode::MethodNotFound, "unknown method '" + method + "'");
+      return;
+    }
+    try {
+      (this->*(it->second))(id, params);
+    } catch (const InvalidParams& e) {
+      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.message);
+    } catch (const json::exception& e) {
+      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.what());
+    }
+    return;
+  }
+
+  if (state_ == State::Uninitialized && method != "exit") {
+    spdlog::warn("session {}: dropped notification '{}' before initialize", id_, method);
+    return;
+  }
+  auto it = notification_table().find(method);
+  if (it == notification_table().end()) {
+    if (method.rfind("$/", 0) != 0) spdlog::debug("session {}: ignored notification '{}'", id_, method);
+    return;
+  }
+  try {
+    (this->*(it->second))(params);
+  } catch (const InvalidParams& e) {
+    log_to_client(1, method + ": " + e.message);
+  } catch (const json::exception& e) {
+    log_to_client(1, method + ": " + e.what());
+  }
+}
+
+void Session::reply(const json& id, json result) { out_.send(make_response(id, std::move(result))); }
+
+void Session::reply_error(const json& id, ErrorCode code, std::string_view message) {
+  out_.send(make_error(id, code, message));
+}
+
+void Session::notify(std::string_view method, json params) {
+  out_.send(make_notification(method, std::move(params)));
+}
+
+void Session::log_to_client(int type, const std::string& message) {
+  if (type == 1) {
+    spdlog::error("session {}: {}", id_, message);
+  } else if (type == 2) {
+    spdlog::warn("session {}: {}", id_, message);
+  } else {
+    spdlog::info("session {}: {}", id_, message);
+  }
+  notify("window/logMessage", {{"type", type}, {"message", "ghostline: " + message}});
+}
+
+void Session::trace(std::string_view message, const json* verbose) {
+  if (trace_ == "off") return;
+  json params = {{"message", message}};
+  if (trace_ == "verbose" && verbose) params["verbose"] = verbose->dump();
+  notify("$/logTrace", std::move(params));
+}
+
+std::string Session::document_key(const std::string& uri) const {
+  return std::to_string(id_) + "\n" + uri;
+}
+
+TextDocument* Session::find_document(const std::string& uri) {
+  auto it = documents_.find(uri);
+  return it == documents_.end() ? nullptr : it->second.get();
+}
+
+// ---- lifecycle ----
+
+void Session::on_initialize(const json& id, const json& params) {
+  if (state_ != State::Uninitialized) {
+    reply_error(id, ErrorCode::InvalidRequest, "initialize was already received");
+    return;
+  }
+  if (!params.is_object()) throw InvalidParams{"params must be an object"};
+  const json options = params.value("initializationOptions", json::object());
+  if (!options_.auth_token.empty()) {
+    if (!options.is_object() || options.value("authToken", std::string()) != options_.auth_token) {
+      spdlog::warn("session {}: initialize without the right auth token; closing", id_);
+      reply_error(id, ErrorCode::InvalidRequest,
+                  "authentication failed: initializationOptions.authToken is missing or wrong");
+      out_.close();
+      exited_ = true;
+      return;
+    }
+  }
+  // Position encoding: the client's most preferred one that we support; UTF-16 by default.
+  encoding_ = PositionEncoding::Utf16;
+  if (auto caps = params.find("capabilities"); caps != params.end() && caps->is_object()) {
+    auto general = caps->find("general");
+    if (general != caps->end() && general->is_object()) {
+      auto encodings = general->find("positionEncodings");
+      if (encodings != general->end() && encodings->is_array()) {
+        for (const auto& e : *encodings) {
+          if (!e.is_string()) continue;
+          if (auto parsed = parse_position_encoding(e.get<std::string>())) {
+            encoding_ = *parsed;
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (auto t = params.find("trace"); t != params.end() && t->is_string()) trace_ = t->get<std::string>();
+  if (options.is_object()) apply_settings(options);
+  state_ = State::Running;
+  json capabilities = {
+      {"positionEncoding", to_string(encoding_)},
+      {"textDocumentSync",
+       {{"openClose", true}, {"change", 2 /* incremental */}, {"save", {{"includeText", false}}}}},
+      {"inlineCompletionProvider", json::object()},
+      {"completionProvider", {{"resolveProvider", false}, {"triggerCharacters", json::array()}}},
+      {"experimental", {{"ghostlineStats", true}}},
+  };
+  reply(id, {{"capabilities", capabilities},
+             {"serverInfo", {{"name", "ghostline"}, {"version", GHOSTLINE_VERSION_STRING}}}});
+  spdlog::info("session {}: initialized (position encoding {}, completer: {})", id_,
+               to_string(encoding_), completer_.describe());
+}
+
+void Session::on_initialized(const json&) {
+  if (!completer_.ready()) {
+    log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
+    warned_no_model_ = true;
+  }
+}
+
+void Session::on_shutdown(const json& id, const json&) {
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [rid, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
+  state_ = State::ShutDown;
+  reply(id, nullptr);
+}
+
+void Session::on_exit(const json&) {
+  exit_code_ = state_ == State::ShutDown ? 0 : 1;
+  on_disconnect();
+  out_.close();
+}
+
+void Session::on_set_trace(const json& params) {
+  std::string value = string_member(params, "value");
+  if (value != "off" && value != "messages" && value != "verbose")
+    throw InvalidParams{"trace value must be off, messages or verbose"};
+  trace_ = value;
+}
+
+void Session::apply_settings(const json& s) {
+  if (!s.is_object()) return;
+  auto read_int = [&](const char* key, int* out, int lo, int hi) {
+    auto it = s.find(key);
+    if (it == s.end()) return;
+    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
+      log_to_client(2, std::string("setting '") + key + "' must be an integer in [" +
+                           std::to_string(lo) + ", " + std::to_string(hi) + "]; ignored");
+      return;
+    }
+    *out = it->get<int>();
+  };
+  read_int("debounceMs", &settings_.debounce_ms, 0, 2000);
+  read_int("maxTokens", &settings_.max_tokens, 0, 4096);
+  read_int("deadlineMs", &settings_.deadline_ms, 0, 60000);
+  read_int("maxContextDocuments", &settings_.max_context_documents, 0, 64);
+  if (auto it = s.find("enabled"); it != s.end()) {
+    if (it->is_boolean()) {
+      settings_.enabled = it->get<bool>();
+    } else {
+      log_to_client(2, "setting 'enabled' must be a boolean; ignored");
+    }
+  }
+}
+
+void Session::on_did_change_configuration(const json& params) {
+  const json& settings = member(params, "settings");
+  // Clients send either our section alone or all settings with ours under "ghostline".
+  if (settings.is_object() && settings.contains("ghostline")) {
+    apply_settings(settings["ghostline"]);
+  } else {
+    apply_settings(settings);
+  }
+}
+
+// ---- documents ----
+
+void Session::on_did_open(const json& params) {
+  const json& doc = member(params, "textDocument");
+  std::string uri = string_member(doc, "uri");
+  std::string language = string_member(doc, "languageId");
+  int64_t version = int_member(doc, "version");
+  std::string text = string_member(doc, "text");
+  if (documents_.count(uri)) spdlog::warn("session {}: didOpen of an open document {}; replaced", id_, uri);
+  documents_[uri] = std::make_shared<TextDocument>(uri, language, version, std::move(text));
+}
+
+void Session::on_did_change(const json& params) {
+  const json& doc = member(params, "textDocument");
+  std::string uri = string_member(doc, "uri");
+  int64_t version = int_member(doc, "version");
+  const json& changes = member(params, "contentChanges");
+  if (!changes.is_array()) throw InvalidParams{"contentChanges must be an array"};
+  auto it = documents_.find(uri);
+  if (it == documents_.end()) {
+    log_to_client(1, "didChange for " + uri + ", which is not open; change ignored");
+    return;
+  }
+  scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
+  // Copy on write: a running request may still hold the previous text.
+  auto updated = it->second.use_count() > 1 ? std::make_shared<TextDocument>(*it->second) : it->second;
+  for (const auto& change : changes) {
+    if (!change.is_object()) throw InvalidParams{"a content change must be an object"};
+    std::string text = string_member(change, "text");
+    std::optional<Range> range;
+    if (auto r = change.find("range"); r != change.end()) range = parse_range(*r);
+    if (!updated->apply_change(range, text, encoding_)) {
+      log_to_client(1, "didChange for " + uri + " has a range outside the document (" +
+                           to_json(*range).dump() + ", " + std::to_string(updated->line_count()) +
+                           " lines); the whole change was ignored. Reopen the file to resync.");
+      return;
+    }
+  }
+  updated->set_version(version);
+  it->second = std::move(updated);
+}
+
+void Session::on_did_save(const json& params) {
+  std::string uri = uri_of(params);
+  if (!documents_.count(uri)) log_to_client(2, "didSave for " + uri + ", which is not open");
+}
+
+void Session::on_did_close(const json& params) {
+  std::string uri = uri_of(params);
+  scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
+  if (documents_.erase(uri) == 0) log_to_client(2, "didClose for " + uri + ", which is not open");
+}
+
+// ---- completion ----
+
+void Session::on_inline_completion(const json& id, const json& params) {
+  submit_completion(id, params, Style::Inline);
+}
+
+void Session::on_completion(const json& id, const json& params) {
+  submit_completion(id, params, Style::Completion);
+}
+
+void Session::submit_completion(const json& id, const json& params, Style style) {
+  std::string uri = uri_of(params);
+  Position position = parse_position(member(params, "position"));
+  auto it = documents_.find(uri);
+  if (it == documents_.end()) {
+    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open (send didOpen first)");
+    return;
+  }
+  std::shared_ptr<const TextDocument> snapshot = it->second;
+  auto cursor = snapshot->offset_of(position, encoding_);
+  if (!cursor) {
+    reply_error(id, ErrorCode::InvalidParams,
+                "position " + to_json(position).dump() + " is outside the document (" +
+                    std::to_string(snapshot->line_count()) + " lines)");
+    return;
+  }
+  auto empty = [&] {
+    reply(id, style == Style::Inline ? json{{"items", json::array()}}
+                                     : json{{"isIncomplete", true}, {"items", json::array()}});
+  };
+  if (!settings_.enabled) return empty();
+  if (!completer_.ready()) {
+    if (!warned_no_model_) {
+      log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
+      warned_no_model_ = true;
+    }
+    return empty();
+  }
+
+  CompletionRequest request;
+  request.uri = uri;
+  request.language_id = snapshot->language_id();
+  request.version = snapshot->version();
+  request.text = snapshot->text();
+  request.cursor = *cursor;
+  request.max_tokens = settings_.max_tokens;
+  request.deadline_ms = settings_.deadline_ms;
+  if (style == Style::Inline) {
+    const json& context = params.value("context", json::object());
+    if (context.is_object()) {
+      if (context.value("triggerKind", 2) == 1) request.trigger = TriggerKind::Invoked;
+      if (auto sel = context.find("selectedCompletionInfo"); sel != context.end() && sel->is_object()) {
+        Range r = parse_range(member(*sel, "range"));
+        auto b = snapshot->offset_of(r.start, encoding_);
+        auto e = snapshot->offset_of(r.end, encoding_);
+        if (!b || !e || *e < *b) throw InvalidParams{"selectedCompletionInfo.range is outside the document"};
+        request.has_selected = true;
+        request.selected_begin = *b;
+        request.selected_end = *e;
+        request.selected_text = string_member(*sel, "text");
+      }
+    }
+  } else {
+    request.trigger = TriggerKind::Invoked;
+  }
+  int others = 0;
+  for (const auto& [other_uri, doc] : documents_) {
+    if (others >= settings_.max_context_documents) break;
+    if (other_uri == uri) continue;
+    request.other_documents.push_back({other_uri, doc->language_id(), doc->text()});
+    ++others;
+  }
+
+  std::string key = id.dump();
+  if (pending_.count(key)) {
+    reply_error(id, ErrorCode::InvalidRequest, "a request with id " + key + " is already pending");
+    return;
+  }
+  size_t cursor_offset = *cursor;
+  pending_[key] = 0;
+  auto job = scheduler_.submit(
+      document_key(uri), std::move(request),
+      [this, id, key, style, snapshot, cursor_offset](Outcome outcome) {
+        pending_.erase(key);
+        reply_completion(id, style, outcome, snapshot, cursor_offset);
+      },
+      std::chrono::milliseconds(settings_.debounce_ms));
+  // The job may have been answered synchronously (scheduler stopping); then it is gone.
+  if (auto p = pending_.find(key); p != pending_.end()) p->second = job;
+}
+
+void Session::reply_completion(const json& id, Style style, const Outcome& outcome,
+                               const std::shared_ptr<const TextDocument>& snapshot, size_t cursor) {
+  if (exited_) return;
+  if (outcome.kind == Outcome::Kind::Cancelled) {
+    reply_error(id, ErrorCode::RequestCancelled, outcome.error);
+    return;
+  }
+  if (outcome.kind == Outcome::Kind::Failed) {
+    spdlog::error("session {}: completion failed: {}", id_, outcome.error);
+    reply_error(id, ErrorCode::RequestFailed, "completion failed: " + outcome.error);
+    return;
+  }
+  const CompletionResult& r = outcome.result;
+  spdlog::debug("session {}: completion of {} bytes (queue {:.1f} ms, model {:.1f} ms)", id_,
+                r.insert_text.size(), outcome.queue_ms, outcome.complete_ms);
+  if (r.insert_text.empty()) {
+    reply(id, style == Style::Inline ? json{{"items", json::array()}}
+                                     : json{{"isIncomplete", true}, {"items", json::array()}});
+    return;
+  }
+  size_t begin = std::min(r.replace_begin, cursor), end = std::max(r.replace_end, cursor);
+  Range range{snapshot->position_of(begin, encoding_), snapshot->position_of(end, encoding_)};
+  if (style == Style::Inline) {
+    json item = {{"insertText", r.insert_text}, {"range", to_json(range)}};
+    reply(id, {{"items", json::array({item})}});
+    return;
+  }
+  // Plain completion: clients filter items by the word before the cursor, so the edit covers
+  // that word and the text starts with it.
+  const std::string& text = snapshot->text();
+  size_t word = begin;
+  while (word > 0 && is_identifier_char(text[word - 1])) --word;
+  std::string word_text = text.substr(word, begin - word);
+  std::string new_text = word_text + r.insert_text;
+  std::string label = new_text.substr(0, new_text.find('\n'));
+  if (label.size() > 80) label = label.substr(0, 77) + "...";
+  Range edit_range{snapshot->position_of(word, encoding_), range.end};
+  json item = {{"label", label},
+               {"kind", 1},
+               {"filterText", new_text},
+               {"insertTextFormat", 1},
+               {"textEdit", {{"range", to_json(edit_range)}, {"newText", new_text}}},
+               {"detail", "ghostline"}};
+  reply(id, {{"isIncomplete", true}, {"items", json::array({item})}});
+}
+
+void Session::on_cancel_request(const json& params) {
+  const json& rid = member(params, "id");
+  auto it = pending_.find(rid.dump());
+  if (it == pending_.end()) return;  // already answered: nothing to do
+  scheduler_.cancel(it->second, Scheduler::CancelReason::Client);
+}
+
+void Session::on_stats(const json& id, const json&) {
+  auto c = scheduler_.counters();
+  json recent = json::array();
+  for (const auto& r : scheduler_.recent_stats()) recent.push_back(json::parse(r));
+  reply(id, {{"completer", completer_.describe()},
+             {"recent", std::move(recent)},
+             {"scheduler",
+              {{"submitted", c.submitted},
+               {"completed", c.completed},
+               {"failed", c.failed},
+               {"cancelledByClient", c.cancelled_by_client},
+               {"superseded", c.superseded},
+               {"invalidatedByEdit", c.invalidated_by_edit},
+               {"dropped", c.dropped}}},
+             {"session", {{"documents", documents_.size()}, {"positionEncoding", to_string(encoding_)}}}});
+}
+
+}  // namespace ghostline::lsp

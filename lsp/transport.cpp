@@ -1,0 +1,338 @@
+#include <utility>  // Asio 1.18 with g++ 12 in C++20 mode needs it before its own headers.
+
+#include "lsp/transport.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "lsp/json_rpc.h"
+
+namespace ghostline::lsp {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+ListenAddress parse_listen_address(const std::string& text) {
+  if (text.rfind("unix:", 0) == 0) {
+    ListenAddress a{ListenAddress::Kind::Unix, {}, 0, text.substr(5)};
+    if (a.path.empty()) throw std::invalid_argument("unix: needs a socket path, e.g. unix:/tmp/ghostline.sock");
+    return a;
+  }
+  if (text.rfind("tcp:", 0) == 0) {
+    std::string rest = text.substr(4);
+    std::string host = "127.0.0.1", port = rest;
+    if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+      host = rest.substr(0, colon);
+      port = rest.substr(colon + 1);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    }
+    int p = 0;
+    try {
+      size_t used = 0;
+      p = std::stoi(port, &used);
+      if (used != port.size()) p = -1;
+    } catch (...) {
+      p = -1;
+    }
+    if (p < 0 || p > 65535) throw std::invalid_argument("invalid TCP port '" + port + "'");
+    return {ListenAddress::Kind::Tcp, host, p, {}};
+  }
+  throw std::invalid_argument("listen address must be tcp:HOST:PORT or unix:PATH, not '" + text + "'");
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host, ec);
+  return !ec && addr.is_loopback();
+}
+
+namespace {
+
+// Blocking writes to stdout from the I/O thread; messages are small and the editor reads them.
+class StdoutSink : public MessageSink {
+ public:
+  void send(const json& message) override {
+    if (closed_) return;
+    std::string frame = encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace));
+    const char* p = frame.data();
+    size_t left = frame.size();
+    while (left > 0) {
+      ssize_t n = ::write(STDOUT_FILENO, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        spdlog::error("stdout closed ({}); the client is gone", std::strerror(errno));
+        closed_ = true;
+        return;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  void close() override {}
+
+ private:
+  bool closed_ = false;
+};
+
+template <typename Socket>
+class Connection : public MessageSink, public std::enable_shared_from_this<Connection<Socket>> {
+ public:
+  Connection(Socket socket, int id, Scheduler& scheduler, Completer& completer,
+             const ServerOptions& options, Recorder* recorder, std::function<void(int)> on_end)
+      : socket_(std::move(socket)),
+        session_(id, *this, scheduler, completer, options, recorder),
+        on_end_(std::move(on_end)) {}
+
+  void start() { read(); }
+
+  void send(const json& message) override {
+    if (closing_) return;
+    bool idle = writes_.empty();
+    writes_.push_back(encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace)));
+    if (idle) write_next();
+  }
+
+  void close() override {
+    closing_after_writes_ = true;
+    if (writes_.empty()) shutdown();
+  }
+
+ private:
+  void read() {
+    auto self = this->shared_from_this();
+    socket_.async_read_some(asio::buffer(buffer_), [this, self](boost::system::error_code ec, size_t n) {
+      if (ec) {
+        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
+          spdlog::warn("session {}: read error: {}", session_.id(), ec.message());
+        end();
+        return;
+      }
+      session_.on_bytes(std::string_view(buffer_.data(), n));
+      if (session_.exited()) {
+        close();
+        return;
+      }
+      read();
+    });
+  }
+
+  void write_next() {
+    auto self = this->shared_from_this();
+    asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
+      if (ec) {
+        spdlog::warn("session {}: write error: {}", session_.id(), ec.message());
+        writes_.clear();
+        end();
+        return;
+      }
+      writes_.pop_front();
+      if (!writes_.empty()) {
+        write_next();
+      } else if (closing_after_writes_) {
+        shutdown();
+      }
+    });
+  }
+
+  void shutdown() {
+    if (closing_) return;
+    closing_ = true;
+    boost::system::error_code ignored;
+    socket_.shutdown(Socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    end();
+  }
+
+  void end() {
+    if (ended_) return;
+    ended_ = true;
+    closing_ = true;
+    session_.on_disconnect();
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    on_end_(session_.id());
+  }
+
+  Socket socket_;
+  Session session_;
+  std::function<void(int)> on_end_;
+  std::array<char, 64 * 1024> buffer_;
+  std::deque<std::string> writes_;
+  bool closing_ = false, closing_after_writes_ = false, ended_ = false;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(Completer& c, ServerOptions o, Recorder* r)
+      : completer(c),
+        options(std::move(o)),
+        recorder(r),
+        scheduler(c, [this](std::function<void()> f) { asio::post(io, std::move(f)); },
+                  std::chrono::milliseconds(options.defaults.debounce_ms)) {}
+
+  asio::io_context io;
+  Completer& completer;
+  ServerOptions options;
+  Recorder* recorder;
+  Scheduler scheduler;
+  std::unordered_map<int, std::shared_ptr<void>> connections;
+  int next_session = 1;
+
+  template <typename Acceptor, typename Socket>
+  void accept(Acceptor& acceptor) {
+    acceptor.async_accept([this, &acceptor](boost::system::error_code ec, Socket socket) {
+      if (ec) {
+        if (ec != asio::error::operation_aborted) spdlog::error("accept failed: {}", ec.message());
+        return;
+      }
+      int id = next_session++;
+      auto conn = std::make_shared<Connection<Socket>>(
+          std::move(socket), id, scheduler, completer, options, recorder, [this](int ended) {
+            // Defer: the connection is still on the stack when it reports its end.
+            asio::post(io, [this, ended] {
+              connections.erase(ended);
+              spdlog::info("session {} ended ({} open)", ended, connections.size());
+            });
+          });
+      connections[id] = conn;
+      spdlog::info("session {} connected ({} open)", id, connections.size());
+      conn->start();
+      accept<Acceptor, Socket>(acceptor);
+    });
+  }
+};
+
+Server::Server(Completer& completer, ServerOptions options, Recorder* recorder)
+    : impl_(std::make_unique<Impl>(completer, std::move(options), recorder)) {
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+Server::~Server() {
+  impl_->scheduler.stop();
+}
+
+int Server::run_stdio() {
+  auto& io = impl_->io;
+  StdoutSink sink;
+  Session session(0, sink, impl_->scheduler, impl_->completer, impl_->options, impl_->recorder);
+  int exit_code = 1;
+  auto work = asio::make_work_guard(io);
+
+  // stdin may be a pipe, a file or a terminal: read it on its own thread with blocking reads.
+  std::thread reader([&io, &session, &exit_code] {
+    std::array<char, 64 * 1024> buffer;
+    for (;;) {
+      ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        asio::post(io, [&io, &session, &exit_code] {
+          if (!session.exited()) {
+            spdlog::info("stdin closed without 'exit'");
+            session.on_disconnect();
+          }
+          exit_code = session.exit_code();
+          io.stop();
+        });
+        return;
+      }
+      std::string chunk(buffer.data(), static_cast<size_t>(n));
+      asio::post(io, [&io, &session, &exit_code, chunk = std::move(chunk)] {
+        if (session.exited()) return;
+        session.on_bytes(chunk);
+        if (session.exited()) {
+          exit_code = session.exit_code();
+          io.stop();
+        }
+      });
+    }
+  });
+  // The reader may be blocked in read() when the session exits; the process ends anyway.
+  reader.detach();
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {} received; stopping", sig);
+    session.on_disconnect();
+    io.stop();
+  });
+  io.run();
+  impl_->scheduler.stop();
+  return exit_code;
+}
+
+int Server::run_listen(const ListenAddress& address) {
+  auto& io = impl_->io;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  std::unique_ptr<asio::ip::tcp::acceptor> tcp;
+  std::unique_ptr<asio::local::stream_protocol::acceptor> local;
+
+  if (address.kind == ListenAddress::Kind::Tcp) {
+    boost::system::error_code ec;
+    asio::ip::address host;
+    if (address.host == "localhost") {
+      host = asio::ip::address_v4::loopback();
+    } else {
+      host = asio::ip::make_address(address.host, ec);
+      if (ec) throw std::runtime_error("invalid listen host '" + address.host + "': " + ec.message());
+    }
+    asio::ip::tcp::endpoint endpoint(host, static_cast<unsigned short>(address.port));
+    tcp = std::make_unique<asio::ip::tcp::acceptor>(io);
+    tcp->open(endpoint.protocol());
+    tcp->set_option(asio::socket_base::reuse_address(true));
+    tcp->bind(endpoint, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + address.host + ":" + std::to_string(address.port) + ": " + ec.message());
+    tcp->listen();
+    // Port 0 binds an ephemeral port; print it so that scripts can connect.
+    spdlog::info("listening on tcp:{}:{}", address.host, tcp->local_endpoint().port());
+    std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(), tcp->local_endpoint().port());
+    impl_->accept<asio::ip::tcp::acceptor, asio::ip::tcp::socket>(*tcp);
+  } else {
+    struct stat st;
+    if (::stat(address.path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode))
+        throw std::runtime_error("'" + address.path + "' exists and is not a socket; refusing to replace it");
+      asio::local::stream_protocol::socket probe(io);
+      boost::system::error_code ec;
+      probe.connect(asio::local::stream_protocol::endpoint(address.path), ec);
+      if (!ec) throw std::runtime_error("another daemon is already listening on " + address.path);
+      ::unlink(address.path.c_str());  // stale socket of a daemon that died
+    }
+    local = std::make_unique<asio::local::stream_protocol::acceptor>(io);
+    boost::system::error_code ec;
+    asio::local::stream_protocol::endpoint endpoint(address.path);
+    local->open(endpoint.protocol());
+    local->bind(endpoint, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + address.path + ": " + ec.message());
+    ::chmod(address.path.c_str(), 0600);  // only this user's editors may connect
+    local->listen();
+    spdlog::info("listening on unix:{}", address.path);
+    std::fprintf(stderr, "ghostline: listening on unix:%s\n", address.path.c_str());
+    impl_->accept<asio::local::stream_protocol::acceptor, asio::local::stream_protocol::socket>(*local);
+  }
+
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {} received; stopping", sig);
+    io.stop();
+  });
+  io.run();
+  impl_->scheduler.stop();
+  if (local) ::unlink(address.path.c_str());
+  return 0;
+}
+
+}  // namespace ghostline::lsp

@@ -1,0 +1,60 @@
+#include "daemon/post_process.h"
+
+#include <gtest/gtest.h>
+
+namespace ghostline::daemon {
+namespace {
+
+TEST(CompletionShape, LineWithTextIsSingleLine) {
+  std::string text = "def f(x):\n    return x +\n";
+  auto shape = shape_at(text, text.find(" +") + 2);
+  EXPECT_TRUE(shape.single_line);
+  EXPECT_EQ(shape.rest_of_line, "");
+  text = "print()\n";
+  shape = shape_at(text, 6);
+  EXPECT_TRUE(shape.single_line);
+  EXPECT_EQ(shape.rest_of_line, ")");
+}
+
+TEST(CompletionShape, BlankLineAsksForABlock) {
+  std::string text = "def f(x):\n    \n";
+  auto shape = shape_at(text, 14);
+  EXPECT_FALSE(shape.single_line);
+  EXPECT_TRUE(shape_at("", 0).single_line == false);
+}
+
+TEST(FinishCompletion, SingleLineStopsAtTheLineBreak) {
+  CompletionShape shape;
+  EXPECT_TRUE(should_stop(shape, "x + 1\n    y"));
+  EXPECT_FALSE(should_stop(shape, "x + 1"));
+  EXPECT_EQ(finish_completion(shape, "x + 1  \n    y"), "x + 1");
+}
+
+TEST(FinishCompletion, BlockStopsAtABlankLineOrMaxLines) {
+  CompletionShape shape;
+  shape.single_line = false;
+  shape.max_lines = 3;
+  EXPECT_EQ(finish_completion(shape, "a = 1\nb = 2\n\nc = 3"), "a = 1\nb = 2");
+  EXPECT_FALSE(should_stop(shape, "a = 1\nb = 2\n"));
+  EXPECT_TRUE(should_stop(shape, "a\nb\nc\nd"));
+  EXPECT_EQ(finish_completion(shape, "a\nb\nc\nd"), "a\nb\nc");
+}
+
+TEST(FinishCompletion, DropsWhatRepeatsTheRestOfTheLine) {
+  CompletionShape shape;
+  shape.rest_of_line = ")";
+  EXPECT_EQ(finish_completion(shape, "x, y)"), "x, y");
+  shape.rest_of_line = "  ]  ";
+  EXPECT_EQ(finish_completion(shape, "1, 2]"), "1, 2");
+  EXPECT_EQ(finish_completion(shape, "1, 2"), "1, 2");
+}
+
+TEST(FinishCompletion, DropsAnIncompleteUtf8Tail) {
+  CompletionShape shape;
+  EXPECT_EQ(finish_completion(shape, "caf\xC3"), "caf");
+  EXPECT_EQ(finish_completion(shape, "caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(finish_completion(shape, "x\xF0\x9F\x98"), "x");
+}
+
+}  // namespace
+}  // namespace ghostline::daemon

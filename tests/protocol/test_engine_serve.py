@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The daemon with a real model (a small shared reference model with random weights): inline
+completions are answered by the engine, a keystroke reuses the KV of the previous prompt, and
+without a model the daemon says so instead of completing."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_client import DaemonProcess, run_tests  # noqa: E402
+
+BINARY = sys.argv[1]
+MODEL = "../shared/data/models/ref-qwen2-dscoder-q8_0.gguf"
+
+
+def complete(d, uri, line, character):
+    id = d.request("textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                   "position": {"line": line, "character": character}, "context": {"triggerKind": 2}})
+    return d.response(id, timeout=30)
+
+
+def test_completes_and_reuses_kv_across_keystrokes():
+    d = DaemonProcess(BINARY, ["--model", MODEL, "--threads", "2", "--deadline-ms", "5000", "--max-tokens", "8"])
+    try:
+        d.initialize()
+        text = "def fibonacci(n):\n    if n < 2:\n        return n\n    return fib"
+        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///f.py", "languageId": "python",
+                                                           "version": 1, "text": text}})
+        r = complete(d, "file:///f.py", 3, 14)
+        assert "items" in r["result"], r
+        for item in r["result"]["items"]:
+            assert "\n" not in item["insertText"], item  # single-line position
+            assert item["range"]["start"] == {"line": 3, "character": 14}, item
+        # Type one character and ask again: only the tokens after the common prefix are prefilled.
+        d.notify("textDocument/didChange", {"textDocument": {"uri": "file:///f.py", "version": 2},
+                                            "contentChanges": [{"range": {"start": {"line": 3, "character": 14},
+                                                                          "end": {"line": 3, "character": 14}},
+                                                                "text": "o"}]})
+        r = complete(d, "file:///f.py", 3, 15)
+        assert "items" in r["result"], r
+        id = d.request("ghostline/stats", None)
+        stats = d.response(id)["result"]
+        recent = stats["recent"]
+        assert len(recent) == 2, stats
+        first, second = recent
+        assert first["matchedTokens"] == 0 and first["prefilledTokens"] == first["promptTokens"], first
+        assert second["matchedTokens"] > 0, second
+        assert second["prefilledTokens"] < second["promptTokens"] // 2, second
+        assert second["generatedTokens"] <= 8, second
+        assert stats["scheduler"]["completed"] == 2, stats
+    finally:
+        d.kill()
+
+
+def test_without_a_model_it_says_so():
+    env_dir = os.environ.get("GHOSTLINE_MODEL_DIR")
+    os.environ["GHOSTLINE_MODEL_DIR"] = "/nonexistent-ghostline-models"
+    try:
+        d = DaemonProcess(BINARY, [])
+    finally:
+        if env_dir is None:
+            del os.environ["GHOSTLINE_MODEL_DIR"]
+        else:
+            os.environ["GHOSTLINE_MODEL_DIR"] = env_dir
+    try:
+        d.initialize()
+        m = d.expect({"method": "window/logMessage", "params": {"type": 2}})
+        assert "no model" in m["params"]["message"], m
+        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///a.py", "languageId": "python",
+                                                           "version": 1, "text": "x = "}})
+        r = complete(d, "file:///a.py", 0, 4)
+        assert r["result"] == {"items": []}, r
+    finally:
+        d.kill()
+
+
+def test_bad_model_file_fails_clearly():
+    import subprocess
+    r = subprocess.run([BINARY, "serve", "--model", "CMakeLists.txt"], capture_output=True, timeout=30,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 1 and b"CMakeLists.txt" in r.stderr, r
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))

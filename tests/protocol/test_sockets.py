@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Socket mode: several editors at once on TCP and unix sockets, each with its own session and
+documents; auth tokens; refusal of non-loopback addresses; a client that disconnects in the
+middle of a message; `ghostline connect`; --record."""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_client import DaemonProcess, SocketClient, run_tests  # noqa: E402
+
+BINARY = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="ghostline-sockets-")
+
+
+def start_daemon(*args):
+    log = os.path.join(TMP, "daemon-%d.log" % time.monotonic_ns())
+    proc = subprocess.Popen([BINARY, "serve", "--scripted-completer", "0"] + list(args),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        m = re.search(r"listening on (tcp:[^\s]+|unix:[^\s]+)", open(log).read())
+        if m:
+            return proc, m.group(1), log
+        if proc.poll() is not None:
+            raise AssertionError("daemon exited: %s" % open(log).read())
+        time.sleep(0.02)
+    proc.kill()
+    raise AssertionError("daemon did not listen")
+
+
+def connect(address):
+    if address.startswith("unix:"):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(address[5:])
+    else:
+        host, port = address[4:].rsplit(":", 1)
+        s = socket.create_connection((host, int(port)))
+    return SocketClient(s)
+
+
+def open_doc(c, uri, text):
+    c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+
+
+def complete(c, uri, line, character):
+    id = c.request("textDocument/inlineCompletion",
+                   {"textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
+    return c.response(id)
+
+
+def two_clients(address):
+    a, b = connect(address), connect(address)
+    a.initialize()
+    b.initialize()
+    # The same URI in two sessions holds different text: documents are per session.
+    open_doc(a, "file:///same.py", "alpha")
+    open_doc(b, "file:///same.py", "beta")
+    ra = complete(a, "file:///same.py", 0, 5)
+    rb = complete(b, "file:///same.py", 0, 4)
+    assert ra["result"]["items"][0]["insertText"] == "<alpha>v1", ra
+    assert rb["result"]["items"][0]["insertText"] == "<beta>v1", rb
+    # Closing one session leaves the other working.
+    id = a.request("shutdown", None)
+    a.response(id)
+    a.notify("exit", None)
+    a.reader.eof.wait(5)
+    assert a.reader.eof.is_set(), "server did not close the connection after exit"
+    rb = complete(b, "file:///same.py", 0, 4)
+    assert rb["result"]["items"][0]["insertText"] == "<beta>v1", rb
+    b.close()
+
+
+def test_tcp():
+    proc, address, _ = start_daemon("--listen", "tcp:127.0.0.1:0")
+    try:
+        two_clients(address)
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+
+
+def test_unix():
+    path = os.path.join(TMP, "g.sock")
+    proc, address, _ = start_daemon("--listen", "unix:" + path)
+    try:
+        assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+        two_clients(address)
+        # A second daemon on the same socket refuses to start.
+        r = subprocess.run([BINARY, "serve", "--listen", "unix:" + path], capture_output=True, timeout=20)
+        assert r.returncode == 1 and b"already listening" in r.stderr, r
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert not os.path.exists(path), "socket file left behind"
+
+
+def test_disconnect_mid_message():
+    proc, address, log = start_daemon("--listen", "tcp:127.0.0.1:0")
+    try:
+        good = connect(address)
+        good.initialize()
+        open_doc(good, "file:///g.py", "gamma")
+        bad = connect(address)
+        bad.initialize()
+        bad.send_raw(b"Content-Length: 500\r\n\r\n{\"jsonrpc\":")
+        bad.close()
+        time.sleep(0.2)
+        r = complete(good, "file:///g.py", 0, 5)
+        assert r["result"]["items"][0]["insertText"] == "<gamma>v1", r
+        assert "disconnected in the middle of a message" in open(log).read()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_auth_token():
+    proc, address, _ = start_daemon("--listen", "tcp:127.0.0.1:0", "--auth-token", "s3cret")
+    try:
+        c = connect(address)
+        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": "wrong"}})
+        r = c.response(id)
+        assert r["error"]["code"] == -32600 and "authentication failed" in r["error"]["message"], r
+        c.reader.eof.wait(5)
+        assert c.reader.eof.is_set(), "connection with a wrong token stays open"
+        c = connect(address)
+        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": "s3cret"}})
+        assert "result" in c.response(id)
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_refuses_non_loopback():
+    r = subprocess.run([BINARY, "serve", "--listen", "tcp:0.0.0.0:0"], capture_output=True, timeout=20)
+    assert r.returncode == 2 and b"--allow-remote" in r.stderr, r
+    r = subprocess.run([BINARY, "serve", "--listen", "tcp:0.0.0.0:0", "--allow-remote"], capture_output=True, timeout=20)
+    assert r.returncode == 2, r
+    r = subprocess.run([BINARY, "serve", "--listen", "bogus"], capture_output=True, timeout=20)
+    assert r.returncode == 2 and b"tcp:HOST:PORT" in r.stderr, r
+
+
+def test_connect_starts_and_shares_a_daemon():
+    path = os.path.join(TMP, "c.sock")
+    clients = []
+    try:
+        for text in ("one", "two"):
+            p = subprocess.Popen([BINARY, "connect", "unix:" + path, "--", "--scripted-completer", "0"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+            from lsp_client import Client
+            c = Client(lambda d, p=p: (p.stdin.write(d), p.stdin.flush()), lambda p=p: p.stdout.read(65536),
+                       p.stdin.close)
+            c.proc = p
+            c.initialize()
+            open_doc(c, "file:///x.py", text)
+            r = complete(c, "file:///x.py", 0, 3)
+            assert r["result"]["items"][0]["insertText"] == "<%s>v1" % text, r
+            clients.append(c)
+        # Both bridges talk to one daemon: its stats count both sessions' requests.
+        id = clients[1].request("ghostline/stats", None)
+        stats = clients[1].response(id)["result"]["scheduler"]
+        assert stats["completed"] == 2, stats
+        for c in clients:
+            c.close_write()
+            assert c.proc.wait(10) == 0
+        r = subprocess.run([BINARY, "connect", "--no-start", "unix:" + os.path.join(TMP, "none.sock")],
+                           capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+        assert r.returncode == 1 and b"no daemon" in r.stderr, r
+    finally:
+        subprocess.run(["pkill", "-f", "serve --listen unix:" + path])
+
+
+def test_record():
+    record = os.path.join(TMP, "rec.jsonl")
+    d = DaemonProcess(BINARY, ["--scripted-completer", "0", "--record", record])
+    try:
+        d.initialize()
+        d.send_raw(b"Content-Length: 3\r\n\r\n{x}")
+        d.notify("exit", None)
+        d.wait()
+    finally:
+        d.kill()
+    lines = [json.loads(l) for l in open(record)]
+    assert [l.get("message", {}).get("method") for l in lines] == ["initialize", "initialized", None, "exit"], lines
+    assert lines[2]["raw"] == "{x}"
+    assert all(lines[i]["t_ms"] <= lines[i + 1]["t_ms"] for i in range(len(lines) - 1))
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
