@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 namespace ghostline::engine::cpu {
 namespace {
 
@@ -23,6 +25,19 @@ TEST(CpuFeatures, IsaNamesRoundTrip) {
   for (auto isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
     EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   EXPECT_FALSE(parse_isa("sse9").has_value());
+}
+
+TEST(CpuFeatures, OverrideLowersTheLevelOrExplainsWhyNot) {
+  EXPECT_EQ(resolve_isa_override(nullptr), best_supported_isa());
+  EXPECT_EQ(resolve_isa_override(""), best_supported_isa());
+  EXPECT_EQ(resolve_isa_override("scalar"), CpuIsa::kScalar);
+  if (isa_supported(CpuIsa::kAvx2)) {
+    EXPECT_EQ(resolve_isa_override("avx2"), CpuIsa::kAvx2);
+  }
+  EXPECT_THROW(resolve_isa_override("sse9"), std::runtime_error);
+  if (!isa_supported(CpuIsa::kAvx512)) {
+    EXPECT_THROW(resolve_isa_override("avx512"), std::runtime_error);
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -30,37 +31,63 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   }
 }
 
-TEST(ThreadPool, PartitionIsDeterministicAndBalanced) {
+TEST(ThreadPool, RangesDependOnlyOnNAndChunkCount) {
   ThreadPool pool(3);
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 5; ++round) {
     std::mutex mu;
-    std::vector<std::pair<int64_t, int64_t>> seen(3, {-1, -1});
-    pool.parallel_for(10, [&](int64_t begin, int64_t end, int thread) {
+    std::set<std::pair<int64_t, int64_t>> seen;
+    pool.parallel_for_chunks(10, 4, [&](int64_t begin, int64_t end, int) {
       std::lock_guard lock(mu);
-      seen[thread] = {begin, end};
+      seen.insert({begin, end});
     });
-    EXPECT_EQ(seen[0], (std::pair<int64_t, int64_t>{0, 4}));
-    EXPECT_EQ(seen[1], (std::pair<int64_t, int64_t>{4, 7}));
-    EXPECT_EQ(seen[2], (std::pair<int64_t, int64_t>{7, 10}));
+    const std::set<std::pair<int64_t, int64_t>> expected = {{0, 3}, {3, 6}, {6, 8}, {8, 10}};
+    EXPECT_EQ(seen, expected);
   }
-  EXPECT_EQ(ThreadPool::partition(2, 4, 0), (std::pair<int64_t, int64_t>{0, 1}));
+  EXPECT_EQ(ThreadPool::partition(10, 3, 0), (std::pair<int64_t, int64_t>{0, 4}));
+  EXPECT_EQ(ThreadPool::partition(10, 3, 2), (std::pair<int64_t, int64_t>{7, 10}));
   EXPECT_EQ(ThreadPool::partition(2, 4, 3), (std::pair<int64_t, int64_t>{2, 2}));
 }
 
-TEST(ThreadPool, CallerTakesPartOfTheWork) {
+TEST(ThreadPool, CallerDoesNotWaitForAThreadThatIsHeldUp) {
+  // A worker stuck in its first range (as if descheduled) leaves the other ranges to the
+  // caller instead of holding them.
+  ThreadPool pool(2);
+  std::atomic<int> by_caller{0}, by_worker{0};
+  std::atomic<bool> release{false};
+  std::thread unblock;
+  pool.parallel_for_chunks(16, 16, [&](int64_t, int64_t, int thread) {
+    if (thread == 0) {
+      ++by_caller;
+      if (by_caller == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } else {
+      ++by_worker;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (by_caller + by_worker == 16) release = true;
+  });
+  EXPECT_EQ(by_caller + by_worker, 16);
+  EXPECT_GE(by_caller.load(), 14);
+}
+
+TEST(ThreadPool, CallerAndWorkersShareTheRanges) {
   ThreadPool pool(2);
   const auto caller = std::this_thread::get_id();
-  std::atomic<bool> caller_ran{false}, other_ran{false};
-  pool.parallel_for(2, [&](int64_t, int64_t, int thread) {
+  std::atomic<int> by_caller{0}, by_worker{0};
+  pool.parallel_for_chunks(2, 2, [&](int64_t, int64_t, int thread) {
     if (std::this_thread::get_id() == caller) {
       EXPECT_EQ(thread, 0);
-      caller_ran = true;
+      ++by_caller;
     } else {
-      other_ran = true;
+      EXPECT_EQ(thread, 1);
+      ++by_worker;
     }
+    // Hold the first range until another thread shows up (bounded, for a busy machine).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (by_caller + by_worker < 2 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
   });
-  EXPECT_TRUE(caller_ran);
-  EXPECT_TRUE(other_ran);
+  EXPECT_EQ(by_caller.load(), 1);
+  EXPECT_EQ(by_worker.load(), 1);
 }
 
 TEST(ThreadPool, ManyQuickDispatchesAndDispatchAfterSleeping) {
@@ -77,11 +104,13 @@ TEST(ThreadPool, ManyQuickDispatchesAndDispatchAfterSleeping) {
 
 TEST(ThreadPool, RethrowsAnExceptionFromAWorkerAndStaysUsable) {
   ThreadPool pool(2);
-  EXPECT_THROW(pool.parallel_for(2,
-                                 [](int64_t, int64_t, int thread) {
-                                   if (thread == 1) throw std::runtime_error("boom");
-                                 }),
-               std::runtime_error);
+  for (int round = 0; round < 20; ++round) {
+    EXPECT_THROW(pool.parallel_for_chunks(8, 8,
+                                          [](int64_t begin, int64_t, int) {
+                                            if (begin == 5) throw std::runtime_error("boom");
+                                          }),
+                 std::runtime_error);
+  }
   std::atomic<int> count{0};
   std::function<void(int64_t, int64_t, int)> f = [&](int64_t b, int64_t e, int) {
     count += static_cast<int>(e - b);

@@ -58,8 +58,9 @@ CpuFeatures detect() {
   return f;
 }
 
-CpuIsa resolve_active() {
-  const char* env = std::getenv("GHOSTLINE_CPU");
+}  // namespace
+
+CpuIsa resolve_isa_override(const char* env) {
   if (env == nullptr || *env == '\0') return best_supported_isa();
   const auto wanted = parse_isa(env);
   if (!wanted)
@@ -72,8 +73,6 @@ CpuIsa resolve_active() {
                              describe_cpu_features() + ")");
   return *wanted;
 }
-
-}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = detect();
@@ -101,7 +100,7 @@ CpuIsa best_supported_isa() {
 }
 
 CpuIsa active_isa() {
-  static const CpuIsa isa = resolve_active();
+  static const CpuIsa isa = resolve_isa_override(std::getenv("GHOSTLINE_CPU"));
   return isa;
 }
 

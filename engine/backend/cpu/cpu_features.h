@@ -43,6 +43,9 @@ CpuIsa best_supported_isa();
 // unknown name, throws std::runtime_error naming what the CPU supports.
 CpuIsa active_isa();
 
+// What active_isa() makes of a GHOSTLINE_CPU value (null or empty: no override).
+CpuIsa resolve_isa_override(const char* value);
+
 std::string_view isa_name(CpuIsa isa);
 std::optional<CpuIsa> parse_isa(std::string_view name);
 

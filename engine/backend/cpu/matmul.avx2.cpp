@@ -12,7 +12,8 @@ namespace {
 }  // namespace
 
 const KernelSet& avx2_kernels() {
-  static const KernelSet set{kPanelRows, kScratchFloats, decode_rows, prefill_panels};
+  static const KernelSet set{kPanelRows, kPrefillTokens, kScratchFloats, decode_rows,
+                             prefill_panels};
   return set;
 }
 

@@ -26,6 +26,22 @@ int activation_block(GgmlType type) {
   }
 }
 
+void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, int tile_tokens,
+                              int64_t tile_begin, int64_t tile_end, float* packed) {
+  for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+    const int64_t t0 = tile * tile_tokens;
+    float* out = packed + t0 * cols;
+    for (int j = 0; j < tile_tokens; ++j) {
+      const float* xt = x + (t0 + j) * cols;
+      if (t0 + j < n_tokens) {
+        for (int64_t k = 0; k < cols; ++k) out[k * tile_tokens + j] = xt[k];
+      } else {
+        for (int64_t k = 0; k < cols; ++k) out[k * tile_tokens + j] = 0.0f;
+      }
+    }
+  }
+}
+
 void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out) {
   const auto& traits = ggml_type_traits(type);
   const std::byte* src = row + static_cast<size_t>(k0 / traits.block_elems) * traits.block_bytes;
@@ -42,12 +58,17 @@ struct Scratch {
   std::vector<float> d;
   std::vector<int32_t> sum16;
   std::vector<float> prefill;
+  std::vector<float> packed_x;
 };
 
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
   return scratch;
 }
+
+// Ranges per thread: enough that a thread held up by the OS leaves little for the others to
+// wait on, few enough that claiming costs nothing.
+constexpr int64_t kChunksPerThread = 4;
 
 template <typename T>
 T* sized(std::vector<T>& v, size_t n) {
@@ -146,18 +167,27 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     // Groups of 16 rows keep each thread's slice of y on its own cache lines.
     constexpr int64_t kRowGroup = 16;
     const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;
-    pool.parallel_for(groups, [&](int64_t g0, int64_t g1, int) {
-      ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
-    });
+    pool.parallel_for_chunks(
+        groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
+          ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
+        });
     return;
   }
 
-  const kernels::PrefillJob job{&w, x, n_tokens, y};
-  const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
-  pool.parallel_for(panels, [&](int64_t p0, int64_t p1, int) {
-    float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
-    ks.prefill_panels(job, p0, p1, scratch);
+  // Regroup x once so that each register tile reads its tokens' values of a column together.
+  const int64_t tiles = (n_tokens + ks.tile_tokens - 1) / ks.tile_tokens;
+  float* packed =
+      sized(thread_scratch().packed_x, static_cast<size_t>(tiles * ks.tile_tokens * w.cols));
+  pool.parallel_for(tiles, [&](int64_t t0, int64_t t1, int) {
+    kernels::pack_prefill_activations(x, n_tokens, w.cols, ks.tile_tokens, t0, t1, packed);
   });
+  const kernels::PrefillJob job{&w, packed, n_tokens, y};
+  const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
+  pool.parallel_for_chunks(
+      panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
+        float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
+        ks.prefill_panels(job, p0, p1, scratch);
+      });
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {

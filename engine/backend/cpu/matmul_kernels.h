@@ -32,7 +32,9 @@ struct DecodeJob {
 
 struct PrefillJob {
   const WeightMatrix* w;
-  const float* x;
+  // x regrouped by pack_prefill_activations: tiles of KernelSet::tile_tokens tokens, each tile
+  // [cols][tile_tokens] (zero-padded), so the kernel reads the tokens of a column contiguously.
+  const float* x_packed;
   int64_t n_tokens;
   float* y;
 };
@@ -43,6 +45,7 @@ inline constexpr int64_t kPrefillKc = 256;
 
 struct KernelSet {
   int panel_rows;
+  int tile_tokens;
   int64_t scratch_floats;  // per thread, for prefill
   void (*decode_rows)(const DecodeJob& job, int64_t row_begin, int64_t row_end);
   void (*prefill_panels)(const PrefillJob& job, int64_t panel_begin, int64_t panel_end,
@@ -52,6 +55,10 @@ struct KernelSet {
 const KernelSet& scalar_kernels();
 const KernelSet& avx2_kernels();    // call only when isa_supported(CpuIsa::kAvx2)
 const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx512)
+
+// Packs tokens [tile_begin, tile_end) * tile_tokens of x (n_tokens x cols) into `packed`.
+void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, int tile_tokens,
+                              int64_t tile_begin, int64_t tile_end, float* packed);
 
 // Dequantizes values [k0, k0 + n) of a row (k0 and n multiples of the block size).
 void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out);

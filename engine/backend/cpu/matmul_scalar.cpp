@@ -155,7 +155,7 @@ void prefill_panels(const PrefillJob& job, int64_t p0, int64_t p1, float* scratc
         for (int64_t k = 0; k < kc; ++k) {
           const float* pk = panel + k * kRows;
           for (int j = 0; j < nt; ++j) {
-            const float xv = job.x[(t0 + j) * w.cols + k0 + k];
+            const float xv = job.x_packed[t0 * w.cols + (k0 + k) * kTokens + j];
             for (int i = 0; i < kRows; ++i) acc[j][i] += pk[i] * xv;
           }
         }
@@ -171,7 +171,7 @@ void prefill_panels(const PrefillJob& job, int64_t p0, int64_t p1, float* scratc
 }  // namespace
 
 const KernelSet& scalar_kernels() {
-  static const KernelSet set{kRows, kScratch, decode_rows, prefill_panels};
+  static const KernelSet set{kRows, kTokens, kScratch, decode_rows, prefill_panels};
   return set;
 }
 

@@ -31,6 +31,17 @@ bool spin_until(Pred done) {
   }
 }
 
+// Claim word layout: generation | range count | next range.
+constexpr int kRangeBits = 18;
+constexpr uint64_t kRangeMask = (uint64_t{1} << kRangeBits) - 1;
+constexpr int kGenerationShift = 2 * kRangeBits;
+constexpr uint64_t kGenerationMask = (uint64_t{1} << (64 - kGenerationShift)) - 1;
+
+uint64_t pack_claim(uint32_t generation, int64_t chunks, int64_t next) {
+  return ((generation & kGenerationMask) << kGenerationShift) |
+         (static_cast<uint64_t>(chunks) << kRangeBits) | static_cast<uint64_t>(next);
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -41,44 +52,62 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  stopping_ = true;
+  stopping_.store(true, std::memory_order_seq_cst);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   generation_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-std::pair<int64_t, int64_t> ThreadPool::partition(int64_t n, int parts, int index) {
+std::pair<int64_t, int64_t> ThreadPool::partition(int64_t n, int64_t parts, int64_t index) {
   const int64_t base = n / parts, extra = n % parts;
-  const int64_t begin = index * base + std::min<int64_t>(index, extra);
+  const int64_t begin = index * base + std::min(index, extra);
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-void ThreadPool::run_share(int index) {
-  const auto [begin, end] = partition(job_n_, size(), index);
-  if (begin == end) return;
-  try {
-    job_call_(job_ctx_, begin, end, index);
-  } catch (...) {
-    errors_[index] = std::current_exception();
+void ThreadPool::work_on(uint32_t generation, int thread) {
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if ((claim >> kGenerationShift) != (generation & kGenerationMask)) return;  // job is over
+    const auto chunks = static_cast<int64_t>((claim >> kRangeBits) & kRangeMask);
+    const auto next = static_cast<int64_t>(claim & kRangeMask);
+    if (next >= chunks) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+      continue;  // `claim` now holds the current word
+    // The range is ours: the caller waits for it, so the job fields are valid.
+    const auto [begin, end] = partition(job_n_, chunks, next);
+    if (begin < end) {
+      try {
+        job_call_(job_ctx_, begin, end, thread);
+      } catch (...) {
+        if (!errors_[thread]) errors_[thread] = std::current_exception();
+      }
+    }
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == chunks && thread != 0 &&
+        caller_sleeping_.load(std::memory_order_seq_cst))
+      done_.notify_all();
+    claim = claim_.load(std::memory_order_acquire);
   }
 }
 
-void ThreadPool::run(int64_t n, void* ctx, Trampoline call) {
+void ThreadPool::run(int64_t n, int64_t chunks, void* ctx, Trampoline call) {
   job_n_ = n;
   job_ctx_ = ctx;
   job_call_ = call;
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(pack_claim(generation, chunks, 0), std::memory_order_release);
   // seq_cst pairs with the workers' increment of sleeping_workers_: either we see a worker
   // that is about to sleep, or it sees the new generation before sleeping.
-  generation_.fetch_add(1, std::memory_order_seq_cst);
+  generation_.store(generation, std::memory_order_seq_cst);
   if (sleeping_workers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
 
-  run_share(0);
+  work_on(generation, 0);
 
-  auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  auto all_done = [&] { return done_.load(std::memory_order_acquire) == chunks; };
   if (!spin_until(all_done)) {
     caller_sleeping_.store(true, std::memory_order_seq_cst);
-    for (int left; (left = pending_.load(std::memory_order_seq_cst)) != 0;) pending_.wait(left);
+    for (int64_t d; (d = done_.load(std::memory_order_seq_cst)) != chunks;) done_.wait(d);
     caller_sleeping_.store(false, std::memory_order_relaxed);
   }
 
@@ -101,11 +130,8 @@ void ThreadPool::worker_loop(int index) {
       sleeping_workers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = generation_.load(std::memory_order_acquire);
-    if (stopping_) return;
-    run_share(index);
-    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-        caller_sleeping_.load(std::memory_order_seq_cst))
-      pending_.notify_all();
+    if (stopping_.load(std::memory_order_acquire)) return;
+    work_on(seen, index);
   }
 }
 

@@ -1,6 +1,12 @@
 // A fixed pool of compute threads for the kernels. Decode calls parallel_for several hundred
 // times per token, so dispatch is a generation counter that idle workers spin on for a short
-// while before they block, and the calling thread takes the first share of the work itself.
+// while before they block, and the calling thread works too.
+//
+// Work is cut into ranges that depend only on n and the chunk count (so results never depend
+// on timing); threads claim ranges from a shared counter. A thread that the OS has
+// descheduled — common when the editor, a build and the daemon share a laptop — just claims
+// fewer ranges: the call returns when every range is done, without waiting for threads that
+// never woke up.
 #pragma once
 
 #include <atomic>
@@ -24,47 +30,64 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls f(begin, end, thread) for contiguous, non-empty ranges that cover [0, n) exactly once;
-  // thread i (0 = the caller) always gets the same range for the same n and pool size, the
-  // earlier threads the larger ones. Returns when all ranges are done; an exception thrown by
-  // f is rethrown here. Must not be called from inside f, nor from two threads at once.
+  // Calls f(begin, end, thread) for the ranges partition(n, chunks, i), i < chunks (empty ones
+  // skipped), which cover [0, n) exactly once; `thread` (0 = the caller) identifies the
+  // executing thread, e.g. for per-thread scratch, and no two concurrent calls share it.
+  // Returns when all ranges are done; an exception thrown by f is rethrown here (the other
+  // ranges still run). Must not be called from inside f, nor from two threads at once.
   template <typename F>
-  void parallel_for(int64_t n, F&& f) {
+  void parallel_for_chunks(int64_t n, int64_t chunks, F&& f) {
     if (n <= 0) return;
-    if (n == 1 || workers_.empty()) {
+    if (chunks > n) chunks = n;
+    if (chunks > kMaxChunks) chunks = kMaxChunks;
+    if (chunks < 1) chunks = 1;
+    if (chunks == 1 || workers_.empty()) {
       f(int64_t{0}, n, 0);
       return;
     }
     using Fn = std::remove_reference_t<F>;
-    run(n, const_cast<void*>(static_cast<const void*>(&f)),
+    run(n, chunks, const_cast<void*>(static_cast<const void*>(&f)),
         [](void* ctx, int64_t begin, int64_t end, int thread) {
           (*static_cast<Fn*>(ctx))(begin, end, thread);
         });
   }
 
-  // The range thread `index` of `parts` gets for n items.
-  static std::pair<int64_t, int64_t> partition(int64_t n, int parts, int index);
+  // One range per thread.
+  template <typename F>
+  void parallel_for(int64_t n, F&& f) {
+    parallel_for_chunks(n, size(), std::forward<F>(f));
+  }
+
+  // Range i of `parts` for n items: contiguous, the first n % parts ranges one item longer.
+  static std::pair<int64_t, int64_t> partition(int64_t n, int64_t parts, int64_t index);
+
+  static constexpr int64_t kMaxChunks = (int64_t{1} << 18) - 1;
 
  private:
   using Trampoline = void (*)(void*, int64_t, int64_t, int);
 
-  void run(int64_t n, void* ctx, Trampoline call);
-  void run_share(int index);
+  void run(int64_t n, int64_t chunks, void* ctx, Trampoline call);
+  // Claims and runs ranges of job `generation` until none is left or the job is over.
+  void work_on(uint32_t generation, int thread);
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
-  std::vector<std::exception_ptr> errors_;  // one slot per thread, read after the join
+  std::vector<std::exception_ptr> errors_;  // one slot per thread
 
-  // The job being run; written by the caller before the generation is published.
+  // The job; written by the caller before it publishes the claim word, read by a thread only
+  // after it claimed a range of that job (so the caller is still waiting for it).
   int64_t job_n_ = 0;
   void* job_ctx_ = nullptr;
   Trampoline job_call_ = nullptr;
-  bool stopping_ = false;
+  uint32_t last_generation_ = 0;  // caller only
 
+  // Claim word: generation (28 bits) | range count (18 bits) | next range (18 bits).
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};
   alignas(64) std::atomic<int> sleeping_workers_{0};
-  alignas(64) std::atomic<int> pending_{0};
-  alignas(64) std::atomic<bool> caller_sleeping_{false};
+  std::atomic<bool> caller_sleeping_{false};
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace ghostline::engine::cpu
