@@ -55,25 +55,37 @@ size_t line_start_at_or_after(std::string_view text, size_t pos) {
 PromptAssembler::PromptAssembler(const engine::Tokenizer& tokenizer, FimTokens fim, FimMode mode)
     : tokenizer_(tokenizer), fim_(std::move(fim)), mode_(fim_.pre < 0 ? FimMode::PrefixOnly : mode) {}
 
-const std::vector<int32_t>& PromptAssembler::segment_tokens(std::string_view segment, int* tokenized) {
-  uint64_t key = XXH3_64bits(segment.data(), segment.size());
+// `continuation` is false only for the segment that opens the prefix: a SentencePiece
+// vocabulary puts a space in front of a text, and only there (for byte-level BPE the two are
+// the same).
+const std::vector<int32_t>& PromptAssembler::segment_tokens(std::string_view segment, bool continuation,
+                                                            int* tokenized) {
+  uint64_t key = XXH3_64bits_withSeed(segment.data(), segment.size(), continuation ? 1 : 0);
   auto it = segment_cache_.find(key);
   if (it != segment_cache_.end()) return it->second;
   if (segment_cache_.size() >= kMaxCachedSegments) segment_cache_.clear();
   ++*tokenized;
-  return segment_cache_.emplace(key, tokenizer_.encode(segment)).first->second;
+  auto tokens = continuation ? tokenizer_.encode_continuation(segment) : tokenizer_.encode(segment);
+  return segment_cache_.emplace(key, std::move(tokens)).first->second;
 }
 
-void PromptAssembler::append_segments(std::string_view text, std::vector<std::vector<int32_t>>& out,
-                                      int* tokenized) {
+void PromptAssembler::append_segments(std::string_view text, bool opens_prefix,
+                                      std::vector<std::vector<int32_t>>& out, int* tokenized) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.size();
     if (text.size() - pos > kSegmentBytes) {
+      // Cut after a line end where separate encoding gives the tokens of the whole text, if
+      // one comes soon; otherwise after the first line end.
       size_t nl = text.find('\n', pos + kSegmentBytes);
+      size_t exact = nl;
+      while (exact != std::string_view::npos && exact < pos + 4 * kSegmentBytes &&
+             !tokenizer_.splits_exactly_at(text, exact + 1))
+        exact = text.find('\n', exact + 1);
+      if (exact != std::string_view::npos && exact < pos + 4 * kSegmentBytes) nl = exact;
       if (nl != std::string_view::npos) end = nl + 1;
     }
-    out.push_back(segment_tokens(text.substr(pos, end - pos), tokenized));
+    out.push_back(segment_tokens(text.substr(pos, end - pos), !(opens_prefix && pos == 0), tokenized));
     pos = end;
   }
 }
@@ -96,8 +108,10 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
   size_t line_begin = cursor == 0 ? std::string_view::npos : text.rfind('\n', cursor - 1);
   line_begin = std::max(begin, line_begin == std::string_view::npos ? 0 : line_begin + 1);
   std::vector<std::vector<int32_t>> prefix_segments;
-  append_segments(text.substr(begin, line_begin - begin), prefix_segments, &p.segments_tokenized);
-  std::vector<int32_t> current_line = tokenizer_.encode(text.substr(line_begin, cursor - line_begin));
+  append_segments(text.substr(begin, line_begin - begin), true, prefix_segments, &p.segments_tokenized);
+  std::string_view line = text.substr(line_begin, cursor - line_begin);
+  std::vector<int32_t> current_line =
+      line_begin == begin ? tokenizer_.encode(line) : tokenizer_.encode_continuation(line);
   ++p.segments_tokenized;
 
   // Drop whole leading segments until the prefix fits its token limit.
@@ -129,10 +143,10 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
     }
     // The rest of the cursor's line is its own segment; whole lines after it are cached.
     size_t line_end = std::min(end, line_start_at_or_after(text, cursor + 1));
-    suffix = tokenizer_.encode(text.substr(cursor, line_end - cursor));
+    suffix = tokenizer_.encode_continuation(text.substr(cursor, line_end - cursor));
     ++p.segments_tokenized;
     std::vector<std::vector<int32_t>> suffix_segments;
-    append_segments(text.substr(line_end, end - line_end), suffix_segments, &p.segments_tokenized);
+    append_segments(text.substr(line_end, end - line_end), false, suffix_segments, &p.segments_tokenized);
     for (const auto& s : suffix_segments) {
       if (suffix.size() >= static_cast<size_t>(limits.max_suffix_tokens)) break;
       suffix.insert(suffix.end(), s.begin(), s.end());

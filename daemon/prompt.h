@@ -63,8 +63,9 @@ class PromptAssembler {
 
  private:
   // Tokens of each segment of text[begin, end), appended to `out`; returns the segment count.
-  void append_segments(std::string_view text, std::vector<std::vector<int32_t>>& out, int* tokenized);
-  const std::vector<int32_t>& segment_tokens(std::string_view segment, int* tokenized);
+  void append_segments(std::string_view text, bool opens_prefix, std::vector<std::vector<int32_t>>& out,
+                       int* tokenized);
+  const std::vector<int32_t>& segment_tokens(std::string_view segment, bool continuation, int* tokenized);
 
   const engine::Tokenizer& tokenizer_;
   FimTokens fim_;
