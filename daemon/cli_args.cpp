@@ -48,21 +48,28 @@ void ArgParser::flag(std::string names, std::string help, bool* out) {
   options_.push_back(std::move(o));
 }
 
-void ArgParser::option(std::string names, std::string metavar, std::string help,
-                       std::string* out) {
-  Option o{"", "", std::move(metavar), std::move(help),
+void ArgParser::option(std::string names, std::string metavar, std::string help, std::string* out) {
+  Option o{"",
+           "",
+           std::move(metavar),
+           std::move(help),
            [out](std::string_view v) {
              *out = std::string(v);
              return true;
            },
-           true, *out};
+           true,
+           *out};
   split_names(names, o.short_name, o.long_name);
   options_.push_back(std::move(o));
 }
 
 void ArgParser::option(std::string names, std::string metavar, std::string help, int* out) {
-  Option o{"", "", std::move(metavar), std::move(help),
-           [out](std::string_view v) { return parse_number(v, out); }, true,
+  Option o{"",
+           "",
+           std::move(metavar),
+           std::move(help),
+           [out](std::string_view v) { return parse_number(v, out); },
+           true,
            std::to_string(*out)};
   split_names(names, o.short_name, o.long_name);
   options_.push_back(std::move(o));
@@ -71,8 +78,13 @@ void ArgParser::option(std::string names, std::string metavar, std::string help,
 void ArgParser::option(std::string names, std::string metavar, std::string help, double* out) {
   std::ostringstream def;
   def << *out;
-  Option o{"", "", std::move(metavar), std::move(help),
-           [out](std::string_view v) { return parse_number(v, out); }, true, def.str()};
+  Option o{"",
+           "",
+           std::move(metavar),
+           std::move(help),
+           [out](std::string_view v) { return parse_number(v, out); },
+           true,
+           def.str()};
   split_names(names, o.short_name, o.long_name);
   options_.push_back(std::move(o));
 }
@@ -132,8 +144,7 @@ std::optional<int> ArgParser::parse(std::span<char* const> args) {
           value = args[++i];
         }
         if (!o->set(value))
-          return usage_error("invalid value '" + std::string(value) + "' for " +
-                             std::string(name));
+          return usage_error("invalid value '" + std::string(value) + "' for " + std::string(name));
       } else {
         if (inline_value) return usage_error("option '" + std::string(name) + "' takes no value");
         o->set({});
@@ -156,7 +167,8 @@ std::optional<int> ArgParser::parse(std::span<char* const> args) {
 std::string ArgParser::help() const {
   std::ostringstream out;
   out << "Usage: " << command_ << " [OPTIONS]";
-  for (const auto& p : positionals_) out << (p.required ? " " : " [") << p.name << (p.required ? "" : "]");
+  for (const auto& p : positionals_)
+    out << (p.required ? " " : " [") << p.name << (p.required ? "" : "]");
   if (rest_) out << " [" << rest_name_ << "...]";
   out << "\n\n" << summary_ << "\n";
   if (!positionals_.empty() || rest_) {

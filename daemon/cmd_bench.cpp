@@ -37,15 +37,16 @@ Figure summarize(const std::vector<double>& samples) {
   return f;
 }
 
-// The tensor type holding most of the weights, as llama-bench names a model "Q8_0" etc.
+// The type of most weight matrices, as llama-bench names a model "Q4_0" even when a few
+// tensors (e.g. the embedding) are stored in another type.
 std::string dominant_type(const engine::GgufFile& file) {
-  std::map<std::string, size_t> bytes;
+  std::map<std::string, int> matrices;
   for (const auto& t : file.tensors())
-    bytes[std::string(engine::ggml_type_name(t.type))] += t.bytes;
+    if (t.shape.size() == 2) ++matrices[std::string(engine::ggml_type_name(t.type))];
   std::string best;
-  size_t most = 0;
-  for (const auto& [name, b] : bytes)
-    if (b > most) most = b, best = name;
+  int most = 0;
+  for (const auto& [name, n] : matrices)
+    if (n > most) most = n, best = name;
   return best;
 }
 

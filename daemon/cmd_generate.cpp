@@ -60,17 +60,18 @@ int generate_main(std::span<char* const> args) {
         .temperature = float(temp), .top_k = top_k, .top_p = float(top_p), .seed = uint64_t(seed)};
     const auto r = gen.generate(seq, ids, options);
     if (print_ids) {
-      std::string line = "prompt:";
-      for (int32_t id : ids) line += " " + std::to_string(id);
-      line += "\ngenerated:";
-      for (int32_t id : r.tokens) line += " " + std::to_string(id);
-      std::printf("%s\n", line.c_str());
+      std::printf("prompt:");
+      for (int32_t id : ids) std::printf(" %d", id);
+      std::printf("\ngenerated:");
+      for (int32_t id : r.tokens) std::printf(" %d", id);
+      std::printf("\n");
     } else {
       std::vector<int32_t> shown;
       for (int32_t id : r.tokens)
         if (!tok.is_control(id)) shown.push_back(id);
       std::printf("%s%s\n", prompt.c_str(), tok.decode_continuation(shown).c_str());
     }
+    std::fflush(stdout);
     std::fprintf(
         stderr,
         "prompt %d tokens in %.1f ms (%.1f t/s); generated %zu tokens in %.1f ms (%.1f "

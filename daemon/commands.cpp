@@ -10,6 +10,7 @@ int model_info_main(std::span<char* const> args);
 int logits_main(std::span<char* const> args);
 int generate_main(std::span<char* const> args);
 int bench_main(std::span<char* const> args);
+int make_model_main(std::span<char* const> args);
 int complete_main(std::span<char* const> args);
 int tokenize_main(std::span<char* const> args);
 
@@ -24,6 +25,8 @@ std::span<const Command> commands() {
               logits_main},
       Command{"generate", "generate text after a prompt", generate_main},
       Command{"bench", "prompt and generation speed, like llama-bench", bench_main},
+      Command{"make-model", "write a GGUF model with random weights for benchmarks",
+              make_model_main},
       Command{"tokenize", "print the token ids (or pieces) of stdin for a model", tokenize_main},
   };
   return kCommands;

@@ -76,6 +76,9 @@ struct GenerateResult {
   double decode_ms = 0;  // time to produce all but the first token
 };
 
+// Not thread-safe: one engine thread drives a Generator and its KvBlockPool. The Model is
+// immutable after loading and may be shared by several Generators (a target and a draft each
+// have their own pool and Generator).
 class Generator {
  public:
   Generator(const Model& model, KvBlockPool& pool, const GeneratorOptions& options = {});

@@ -40,6 +40,7 @@ struct KvPoolStats {
   size_t bytes_total = 0;
 };
 
+// Not thread-safe; owned by the engine thread with the Generator and the prefix cache.
 class KvBlockPool {
  public:
   static constexpr int kBlockTokens = 16;

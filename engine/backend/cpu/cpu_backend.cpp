@@ -9,6 +9,7 @@
 #include "engine/backend/cpu/matmul.h"
 #include "engine/backend/cpu/quant.h"
 #include "engine/backend/cpu/thread_pool.h"
+#include "engine/backend/cpu/vec_ops.h"
 #include "engine/model/model.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/reference_forward.h"
@@ -30,13 +31,6 @@ const float* f32_data(const GgufTensor* t) {
   return reinterpret_cast<const float*>(t->data);
 }
 
-void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
-  float ss = 0;
-  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
-  const float scale = 1.0f / std::sqrt(ss / n + eps);
-  for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
-}
-
 struct LayerMatrices {
   cpu::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
 };
@@ -48,7 +42,8 @@ class CpuBackend final : public Backend {
         kv_(pool),
         threads_(options.threads),
         max_batch_(options.max_batch_tokens),
-        compute_(options.threads) {
+        compute_(options.threads),
+        ops_(cpu::vec_ops()) {
     const ModelConfig& c = model.config();
     const ModelWeights& w = model.weights();
     for (const LayerWeights& l : w.layers)
@@ -118,7 +113,7 @@ class CpuBackend final : public Backend {
       const LayerWeights& lw = w.layers[size_t(l)];
       const LayerMatrices& lm = layers_[size_t(l)];
       for (int t = 0; t < n; ++t)
-        rmsnorm(&xb_[size_t(t) * E], &x_[size_t(t) * E], f32_data(lw.attn_norm), E, c.rms_eps);
+        ops_.rmsnorm(&x_[size_t(t) * E], f32_data(lw.attn_norm), E, c.rms_eps, &xb_[size_t(t) * E]);
       cpu::matmul(lm.wq, xb_.data(), n, q_.data(), compute_);
       cpu::matmul(lm.wk, xb_.data(), n, k_.data(), compute_);
       cpu::matmul(lm.wv, xb_.data(), n, v_.data(), compute_);
@@ -126,39 +121,32 @@ class CpuBackend final : public Backend {
         float* q = &q_[size_t(t) * Q];
         float* k = &k_[size_t(t) * KV];
         float* v = &v_[size_t(t) * KV];
-        if (lw.bq) add(q, f32_data(lw.bq), Q);
-        if (lw.bk) add(k, f32_data(lw.bk), KV);
-        if (lw.bv) add(v, f32_data(lw.bv), KV);
+        if (lw.bq) ops_.add(q, f32_data(lw.bq), Q, q);
+        if (lw.bk) ops_.add(k, f32_data(lw.bk), KV, k);
+        if (lw.bv) ops_.add(v, f32_data(lw.bv), KV, v);
         rope(q, c.n_head, t);
         rope(k, c.n_head_kv, t);
         store_kv(batch, l, batch.start_pos + t, k, v);
       }
       attention(batch, l);
       cpu::matmul(lm.wo, att_.data(), n, proj_.data(), compute_);
-      add(x_.data(), proj_.data(), n * E);
+      ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
 
       for (int t = 0; t < n; ++t)
-        rmsnorm(&xb_[size_t(t) * E], &x_[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps);
+        ops_.rmsnorm(&x_[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps, &xb_[size_t(t) * E]);
       cpu::matmul(lm.w_gate, xb_.data(), n, gate_.data(), compute_);
       cpu::matmul(lm.w_up, xb_.data(), n, up_.data(), compute_);
-      for (size_t i = 0; i < size_t(n) * F; ++i) {
-        const float g = gate_[i];
-        gate_[i] = g / (1.0f + std::exp(-g)) * up_[i];
-      }
+      ops_.silu_mul(gate_.data(), up_.data(), int64_t(n) * F, gate_.data());
       cpu::matmul(lm.w_down, gate_.data(), n, proj_.data(), compute_);
-      add(x_.data(), proj_.data(), n * E);
+      ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
     }
 
     if (batch.n_logits == 0) return;
     const int first = n - batch.n_logits;
     for (int t = 0; t < batch.n_logits; ++t)
-      rmsnorm(&xb_[size_t(t) * E], &x_[size_t(first + t) * E], f32_data(w.output_norm), E,
-              c.rms_eps);
+      ops_.rmsnorm(&x_[size_t(first + t) * E], f32_data(w.output_norm), E, c.rms_eps,
+                   &xb_[size_t(t) * E]);
     cpu::matmul(output_, xb_.data(), batch.n_logits, logits.data(), compute_);
-  }
-
-  static void add(float* y, const float* x, int n) {
-    for (int i = 0; i < n; ++i) y[i] += x[i];
   }
 
   void fill_rope_table(int start_pos, int n) {
@@ -193,70 +181,70 @@ class CpuBackend final : public Backend {
     const size_t off = size_t(pos % kB) * size_t(kv_.kv_dim());
     uint16_t* kd = kv_.keys(id, layer) + off;
     uint16_t* vd = kv_.values(id, layer) + off;
-    for (int i = 0; i < kv_.kv_dim(); ++i) {
-      kd[i] = cpu::fp32_to_fp16(k[i]);
-      vd[i] = cpu::fp32_to_fp16(v[i]);
-    }
+    ops_.fp32_to_fp16(k, kv_.kv_dim(), kd);
+    ops_.fp32_to_fp16(v, kv_.kv_dim(), vd);
   }
 
   // Per-thread attention scratch: one block of K or V widened to float, and the scores of the
-  // query heads that share a KV head.
+  // queries of a tile.
   struct AttentionScratch {
     std::vector<float> rows;
     std::vector<float> scores;
   };
+  static constexpr int kQueryTile = 16;
 
-  // Each task is one (token, KV head): the block's K/V rows are widened once and used by all
-  // n_head / n_head_kv query heads of the group (grouped-query attention).
+  // Causal grouped-query attention. A task is one KV head and a tile of up to 16 query tokens:
+  // each K/V block is widened from F16 once and used by every query of the tile and every
+  // query head of the group (n_head / n_head_kv heads share a KV head).
   void attention(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
-    const int d = c.head_dim, group = c.n_head / c.n_head_kv;
+    const int d = c.head_dim, group = c.n_head / c.n_head_kv, n_kv = c.n_head_kv;
     const int n_ctx = batch.start_pos + n;
+    const int n_tiles = (n + kQueryTile - 1) / kQueryTile;
     const float scale = 1.0f / std::sqrt(float(d));
-    compute_.parallel_for(int64_t(n) * c.n_head_kv, [&](int64_t begin, int64_t end, int thread) {
+    compute_.parallel_for(int64_t(n_tiles) * n_kv, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
       s.rows.resize(size_t(kB) * d);
-      s.scores.resize(size_t(group) * n_ctx);
+      s.scores.resize(size_t(kQueryTile) * group * n_ctx);
       for (int64_t task = begin; task < end; ++task) {
-        const int t = int(task / c.n_head_kv), kvh = int(task % c.n_head_kv);
-        const int n_pos = batch.start_pos + t + 1;  // causal: positions 0..pos
-        const float* q = &q_[size_t(t) * c.q_dim() + size_t(kvh) * group * d];
-        // Scores q . k / sqrt(d).
-        for (int b0 = 0; b0 < n_pos; b0 += kB) {
-          const int rows = std::min(kB, n_pos - b0);
+        const int kvh = int(task % n_kv);
+        const int t0 = int(task / n_kv) * kQueryTile, t1 = std::min(n, t0 + kQueryTile);
+        const int n_pos_max = batch.start_pos + t1;  // positions the last query sees
+        auto scores = [&](int t, int g) {
+          return &s.scores[(size_t(t - t0) * group + size_t(g)) * size_t(n_ctx)];
+        };
+        auto query = [&](int t, int g) {
+          return &q_[size_t(t) * c.q_dim() + (size_t(kvh) * group + size_t(g)) * d];
+        };
+        // Scores q . k / sqrt(d) over the positions each query may see.
+        for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
+          const int rows = std::min(kB, n_pos_max - b0);
           widen(kv_.keys(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
-          for (int g = 0; g < group; ++g)
-            for (int r = 0; r < rows; ++r) {
-              const float* kr = &s.rows[size_t(r) * d];
-              const float* qg = q + size_t(g) * d;
-              float dot = 0;
-              for (int i = 0; i < d; ++i) dot += qg[i] * kr[i];
-              s.scores[size_t(g) * n_ctx + b0 + r] = dot * scale;
+          for (int t = t0; t < t1; ++t) {
+            const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
+            for (int g = 0; g < group; ++g) {
+              const float* qg = query(t, g);
+              float* sc = scores(t, g) + b0;
+              for (int r = 0; r < visible; ++r)
+                sc[r] = ops_.dot(qg, &s.rows[size_t(r) * d], d) * scale;
             }
+          }
         }
-        // Softmax per query head.
-        for (int g = 0; g < group; ++g) {
-          float* sc = &s.scores[size_t(g) * n_ctx];
-          const float mx = *std::max_element(sc, sc + n_pos);
-          float sum = 0;
-          for (int p = 0; p < n_pos; ++p) sum += (sc[p] = std::exp(sc[p] - mx));
-          const float inv = 1.0f / sum;
-          for (int p = 0; p < n_pos; ++p) sc[p] *= inv;
-        }
-        // Weighted sum of values.
-        float* out = &att_[size_t(t) * c.q_dim() + size_t(kvh) * group * d];
-        std::fill(out, out + size_t(group) * d, 0.0f);
-        for (int b0 = 0; b0 < n_pos; b0 += kB) {
-          const int rows = std::min(kB, n_pos - b0);
+        for (int t = t0; t < t1; ++t)
+          for (int g = 0; g < group; ++g) ops_.softmax(scores(t, g), batch.start_pos + t + 1);
+        // Weighted sums of the values.
+        for (int t = t0; t < t1; ++t)
+          for (int g = 0; g < group; ++g) std::fill_n(&att_[query(t, g) - q_.data()], d, 0.0f);
+        for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
+          const int rows = std::min(kB, n_pos_max - b0);
           widen(kv_.values(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
-          for (int g = 0; g < group; ++g) {
-            float* og = out + size_t(g) * d;
-            const float* sc = &s.scores[size_t(g) * n_ctx + b0];
-            for (int r = 0; r < rows; ++r) {
-              const float a = sc[r];
-              const float* vr = &s.rows[size_t(r) * d];
-              for (int i = 0; i < d; ++i) og[i] += a * vr[i];
+          for (int t = t0; t < t1; ++t) {
+            const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
+            for (int g = 0; g < group; ++g) {
+              float* out = &att_[query(t, g) - q_.data()];
+              const float* sc = scores(t, g) + b0;
+              for (int r = 0; r < visible; ++r) ops_.axpy(sc[r], &s.rows[size_t(r) * d], d, out);
             }
           }
         }
@@ -267,10 +255,8 @@ class CpuBackend final : public Backend {
   // Rows [0, rows) of KV head `kvh` in a block's K or V, as float.
   void widen(const uint16_t* block, int kvh, int rows, float* out) const {
     const int d = model_.config().head_dim;
-    for (int r = 0; r < rows; ++r) {
-      const uint16_t* src = block + size_t(r) * kv_.kv_dim() + size_t(kvh) * d;
-      for (int i = 0; i < d; ++i) out[size_t(r) * d + i] = cpu::fp16_to_fp32(src[i]);
-    }
+    for (int r = 0; r < rows; ++r)
+      ops_.fp16_to_fp32(block + size_t(r) * kv_.kv_dim() + size_t(kvh) * d, d, out + size_t(r) * d);
   }
 
   const Model& model_;
@@ -278,6 +264,7 @@ class CpuBackend final : public Backend {
   int threads_;
   int max_batch_;
   cpu::ThreadPool compute_;
+  const cpu::VecOps& ops_;
   std::vector<LayerMatrices> layers_;
   cpu::WeightMatrix output_;
   std::vector<double> inv_freq_;

@@ -1,0 +1,295 @@
+#include "engine/model/random_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/backend/cpu/quant.h"
+
+namespace ghostline::engine {
+namespace {
+
+constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF"
+constexpr size_t kAlignment = 32;
+
+// GGUF value type ids.
+enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kString = 8, kArray = 9 };
+
+class Out {
+ public:
+  explicit Out(const std::filesystem::path& path) : f_(path, std::ios::binary | std::ios::trunc) {
+    if (!f_) throw std::runtime_error("cannot create " + path.string());
+  }
+  template <typename T>
+  void put(T v) {
+    f_.write(reinterpret_cast<const char*>(&v), sizeof v);
+    offset_ += sizeof v;
+  }
+  void bytes(const void* p, size_t n) {
+    f_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+    offset_ += n;
+  }
+  void str(std::string_view s) {
+    put(uint64_t(s.size()));
+    bytes(s.data(), s.size());
+  }
+  void pad() {
+    static const char zeros[kAlignment] = {};
+    bytes(zeros, (kAlignment - offset_ % kAlignment) % kAlignment);
+  }
+  void check(const std::filesystem::path& path) {
+    f_.flush();
+    if (!f_) throw std::runtime_error("write failed: " + path.string());
+  }
+
+ private:
+  std::ofstream f_;
+  uint64_t offset_ = 0;
+};
+
+struct TensorPlan {
+  std::string name;
+  GgmlType type;
+  std::vector<int64_t> shape;  // {cols, rows} or {n}
+  enum class Fill { Ones, Random } fill;
+  size_t bytes() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return ggml_row_bytes(type, n);
+  }
+};
+
+// Q4_0 as ggml defines it: d = m / -8 with m the value of largest magnitude, q = x / d + 8.5
+// clamped to 15.
+void quantize_row_q4_0(const float* x, cpu::BlockQ4_0* y, int64_t n) {
+  for (int64_t b = 0; b < n / cpu::kQK8_0; ++b) {
+    const float* v = x + b * cpu::kQK8_0;
+    float amax = 0, m = 0;
+    for (int i = 0; i < cpu::kQK8_0; ++i)
+      if (std::abs(v[i]) > amax) amax = std::abs(v[i]), m = v[i];
+    const float d = m / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    y[b].d = cpu::fp32_to_fp16(d);
+    for (int j = 0; j < cpu::kQK8_0 / 2; ++j) {
+      const auto q0 = uint8_t(std::min(15, int(v[j] * id + 8.5f)));
+      const auto q1 = uint8_t(std::min(15, int(v[j + cpu::kQK8_0 / 2] * id + 8.5f)));
+      y[b].qs[j] = uint8_t(q0 | (q1 << 4));
+    }
+  }
+}
+
+// Bytes of one row of random values with the spread of a trained model's weights.
+class RowWriter {
+ public:
+  explicit RowWriter(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+
+  void write(Out& out, const TensorPlan& t) {
+    const int64_t cols = t.shape[0];
+    const int64_t rows = t.shape.size() > 1 ? t.shape[1] : 1;
+    values_.resize(size_t(cols));
+    row_.resize(ggml_row_bytes(t.type, cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : values_) v = t.fill == TensorPlan::Fill::Ones ? 1.0f : uniform() * 0.035f;
+      encode(t.type, cols);
+      out.bytes(row_.data(), row_.size());
+    }
+  }
+
+ private:
+  // Uniform in [-1, 1) (std 0.577; scaled to about 0.02).
+  float uniform() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return float(int32_t(state_ >> 32)) * 0x1.0p-31f;
+  }
+  void encode(GgmlType type, int64_t cols) {
+    switch (type) {
+      case GgmlType::F32:
+        std::memcpy(row_.data(), values_.data(), row_.size());
+        return;
+      case GgmlType::F16: {
+        auto* h = reinterpret_cast<uint16_t*>(row_.data());
+        for (int64_t i = 0; i < cols; ++i) h[i] = cpu::fp32_to_fp16(values_[size_t(i)]);
+        return;
+      }
+      case GgmlType::Q8_0:
+        cpu::quantize_row_q8_0(values_.data(), reinterpret_cast<cpu::BlockQ8_0*>(row_.data()),
+                               cols);
+        return;
+      case GgmlType::Q4_0:
+        quantize_row_q4_0(values_.data(), reinterpret_cast<cpu::BlockQ4_0*>(row_.data()), cols);
+        return;
+      default:
+        throw std::runtime_error("random models can be written as F32, F16, Q8_0 or Q4_0, not " +
+                                 std::string(ggml_type_name(type)));
+    }
+  }
+
+  uint64_t state_;
+  std::vector<float> values_;
+  std::vector<std::byte> row_;
+};
+
+// GPT-2's byte-to-character mapping, so that every byte has a printable token.
+std::vector<std::string> byte_tokens() {
+  std::vector<std::string> out(256);
+  int extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    const uint32_t cp = printable ? uint32_t(b) : uint32_t(256 + extra++);
+    std::string s;
+    if (cp < 0x80) {
+      s += char(cp);
+    } else {
+      s += char(0xC0 | (cp >> 6));
+      s += char(0x80 | (cp & 0x3F));
+    }
+    out[size_t(b)] = s;
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_random_model(const std::filesystem::path& path, const RandomModelSpec& s) {
+  if (s.arch != "qwen2" && s.arch != "llama")
+    throw std::runtime_error("random models are qwen2 or llama, not " + s.arch);
+  if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_embd % s.n_head || s.n_head % s.n_head_kv ||
+      (s.n_embd / s.n_head) % 2)
+    throw std::runtime_error("inconsistent head counts for embedding size " +
+                             std::to_string(s.n_embd));
+  const int64_t block = ggml_type_traits(s.type).block_elems;
+  if (s.n_embd % block || s.n_ff % block)
+    throw std::runtime_error("embedding and feed-forward sizes must be multiples of " +
+                             std::to_string(block) + " for " + std::string(ggml_type_name(s.type)));
+  const std::vector<std::string> specials = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
+                                             "<|fim_suffix|>", "<|fim_pad|>"};
+  if (s.n_vocab < 256 + int(specials.size()))
+    throw std::runtime_error("the vocabulary needs at least 261 tokens");
+
+  // Vocabulary: the 256 byte tokens, two-character merges of printable ASCII, filler tokens,
+  // and the special tokens at the end.
+  std::vector<std::string> tokens = byte_tokens();
+  std::vector<std::string> merges;
+  const int n_normal = s.n_vocab - int(specials.size());
+  for (char a = 'a'; a <= 'z' && int(tokens.size()) < n_normal; ++a)
+    for (char b = 'a'; b <= 'z' && int(tokens.size()) < n_normal; ++b) {
+      tokens.push_back(std::string{a, b});
+      merges.push_back(std::string{a, ' ', b});
+    }
+  for (int i = 0; int(tokens.size()) < n_normal; ++i)
+    tokens.push_back("<unused" + std::to_string(i) + ">");
+  std::vector<int32_t> types(tokens.size(), 1);  // normal
+  for (const auto& sp : specials) {
+    tokens.push_back(sp);
+    types.push_back(3);  // control
+  }
+  const auto special_id = [&](std::string_view text) {
+    return uint32_t(std::find(tokens.begin(), tokens.end(), text) - tokens.begin());
+  };
+
+  const int hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
+  const bool bias = s.arch == "qwen2";
+  std::vector<TensorPlan> plan;
+  auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
+    plan.push_back({std::move(name), s.type, {cols, rows}, TensorPlan::Fill::Random});
+  };
+  auto vec = [&](std::string name, int64_t n, TensorPlan::Fill fill) {
+    plan.push_back({std::move(name), GgmlType::F32, {n}, fill});
+  };
+  matrix("token_embd.weight", s.n_embd, s.n_vocab);
+  vec("output_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
+  if (!s.tied_output) matrix("output.weight", s.n_embd, s.n_vocab);
+  for (int l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    vec(p + "attn_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
+    matrix(p + "attn_q.weight", s.n_embd, s.n_embd);
+    matrix(p + "attn_k.weight", s.n_embd, kv);
+    matrix(p + "attn_v.weight", s.n_embd, kv);
+    if (bias) {
+      vec(p + "attn_q.bias", s.n_embd, TensorPlan::Fill::Random);
+      vec(p + "attn_k.bias", kv, TensorPlan::Fill::Random);
+      vec(p + "attn_v.bias", kv, TensorPlan::Fill::Random);
+    }
+    matrix(p + "attn_output.weight", s.n_embd, s.n_embd);
+    vec(p + "ffn_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
+    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  }
+
+  Out out(path);
+  const std::string a = s.arch + ".";
+  struct Kv {
+    std::string key;
+    std::function<void()> value;
+  };
+  std::vector<Kv> kvs;
+  auto u32 = [&](std::string k, uint32_t v) {
+    kvs.push_back({std::move(k), [&out, v] { out.put(kU32), out.put(v); }});
+  };
+  auto f32 = [&](std::string k, float v) {
+    kvs.push_back({std::move(k), [&out, v] { out.put(kF32), out.put(v); }});
+  };
+  auto str = [&](std::string k, std::string v) {
+    kvs.push_back({std::move(k), [&out, v] { out.put(kString), out.str(v); }});
+  };
+  auto strs = [&](std::string k, const std::vector<std::string>* v) {
+    kvs.push_back({std::move(k), [&out, v] {
+                     out.put(kArray), out.put(kString), out.put(uint64_t(v->size()));
+                     for (const auto& e : *v) out.str(e);
+                   }});
+  };
+  str("general.architecture", s.arch);
+  str("general.name", "ghostline random " + s.arch + " " + std::string(ggml_type_name(s.type)));
+  u32("general.alignment", kAlignment);
+  u32(a + "context_length", uint32_t(s.n_ctx));
+  u32(a + "embedding_length", uint32_t(s.n_embd));
+  u32(a + "block_count", uint32_t(s.n_layer));
+  u32(a + "feed_forward_length", uint32_t(s.n_ff));
+  u32(a + "attention.head_count", uint32_t(s.n_head));
+  u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
+  f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  f32(a + "rope.freq_base", 1000000.0f);
+  str("tokenizer.ggml.model", "gpt2");
+  str("tokenizer.ggml.pre", "qwen2");
+  strs("tokenizer.ggml.tokens", &tokens);
+  kvs.push_back({"tokenizer.ggml.token_type", [&] {
+                   out.put(kArray), out.put(kI32), out.put(uint64_t(types.size()));
+                   for (int32_t t : types) out.put(t);
+                 }});
+  strs("tokenizer.ggml.merges", &merges);
+  u32("tokenizer.ggml.eos_token_id", special_id("<|endoftext|>"));
+  u32("tokenizer.ggml.padding_token_id", special_id("<|endoftext|>"));
+
+  out.put(kGgufMagic);
+  out.put(uint32_t(3));
+  out.put(uint64_t(plan.size()));
+  out.put(uint64_t(kvs.size()));
+  for (const auto& kv_entry : kvs) {
+    out.str(kv_entry.key);
+    kv_entry.value();
+  }
+  uint64_t offset = 0;
+  for (const auto& t : plan) {
+    out.str(t.name);
+    out.put(uint32_t(t.shape.size()));
+    for (int64_t d : t.shape) out.put(uint64_t(d));
+    out.put(uint32_t(t.type));
+    out.put(offset);
+    offset += (t.bytes() + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  out.pad();
+  RowWriter rows(s.seed);
+  for (const auto& t : plan) {
+    rows.write(out, t);
+    out.pad();
+  }
+  out.check(path);
+}
+
+}  // namespace ghostline::engine
