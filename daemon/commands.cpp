@@ -11,6 +11,7 @@ int logits_main(std::span<char* const> args);
 int generate_main(std::span<char* const> args);
 int bench_main(std::span<char* const> args);
 int complete_main(std::span<char* const> args);
+int replay_main(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array kCommands = {
@@ -23,6 +24,8 @@ std::span<const Command> commands() {
               logits_main},
       Command{"generate", "generate text after a prompt", generate_main},
       Command{"bench", "prompt and generation speed, like llama-bench", bench_main},
+      Command{"replay", "replay recorded typing sessions against the daemon and report latency",
+              replay_main},
   };
   return kCommands;
 }
