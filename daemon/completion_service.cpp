@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cache/prefix_cache.h"
 #include "daemon/post_process.h"
 #include "daemon/prompt.h"
 #include "engine/generator.h"
@@ -40,8 +41,20 @@ class NoModelCompleter : public lsp::Completer {
   std::string why_;
 };
 
-// The model behind the LSP server. Runs on the engine thread only. The KV of the previous
-// prompt is kept, so a keystroke prefills only the tokens after the longest common prefix.
+// The prefix cache holds its block references through the engine's pool.
+class PoolRefcounts : public cache::BlockRefcounts {
+ public:
+  explicit PoolRefcounts(engine::KvBlockPool& pool) : pool_(pool) {}
+  void retain(cache::BlockId id) override { pool_.retain(id); }
+  void release(cache::BlockId id) override { pool_.release(id); }
+
+ private:
+  engine::KvBlockPool& pool_;
+};
+
+// The model behind the LSP server. Runs on the engine thread only. The KV of every prompt and
+// completion goes into a radix prefix cache, so a keystroke prefills only the tokens after the
+// longest cached prefix, also across documents that share context.
 class EngineCompleter : public lsp::Completer {
  public:
   EngineCompleter(const EngineOptions& options, const std::string& path)
@@ -55,14 +68,25 @@ class EngineCompleter : public lsp::Completer {
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     generator_ = std::make_unique<engine::Generator>(*model_, *pool_, engine::GeneratorOptions{.threads = threads});
-    fim_ = fim_tokens(model_->tokenizer());
-    mode_ = fim_.pre < 0 ? FimMode::PrefixOnly : FimMode::Psm;
-    if (model_->file().get_bool("ghostline.fim.spm").value_or(false) && fim_.pre >= 0) mode_ = FimMode::Spm;
+    // The tree may fill the pool but for the blocks one request needs at most.
+    int request_blocks = (model_->n_ctx() + engine::KvBlockPool::kBlockTokens - 1) / engine::KvBlockPool::kBlockTokens + 1;
+    size_t cache_blocks = static_cast<size_t>(std::max(1, pool_->capacity() - request_blocks));
+    refs_ = std::make_unique<PoolRefcounts>(*pool_);
+    cache_ = std::make_unique<cache::PrefixCache>(*refs_, engine::KvBlockPool::kBlockTokens, cache_blocks);
+    pool_->set_reclaim_hook([this](int wanted) { return cache_->evict(static_cast<size_t>(wanted)) > 0; });
+    FimTokens fim = fim_tokens(model_->tokenizer());
+    // SPM prompts change only at their end while the user types, so every keystroke reuses
+    // the cached suffix; use them whenever the model was trained on them.
+    const auto& file = model_->file();
+    bool spm = file.get_bool("ghostline.fim.spm").value_or(false) || file.has("ghostline.fim.spm_template");
+    FimMode mode = spm ? FimMode::Spm : FimMode::Psm;
+    prompts_ = std::make_unique<PromptAssembler>(model_->tokenizer(), std::move(fim), mode);
+    mode_ = prompts_->mode();
     spdlog::info("loaded {} ({} parameters, {} threads, {} prompts) in {:.0f} ms", path,
                  model_->n_params(), threads, fim_mode_name(mode_), ms_since(start));
   }
 
-  ~EngineCompleter() override { pool_->release(cached_); }
+  ~EngineCompleter() override { cache_.reset(); }
 
   std::string describe() const override {
     return path_ + " (" + fim_mode_name(mode_) + ")";
@@ -78,23 +102,26 @@ class EngineCompleter : public lsp::Completer {
     PromptLimits limits;
     int room = model_->n_ctx() - max_tokens - 8;
     limits.max_prefix_tokens = std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens));
-    Prompt prompt = build_prompt(tokenizer, fim_, mode_, request.text, request.cursor, limits);
+    Prompt prompt = prompts_->build(request.text, request.cursor, limits);
     double prompt_ms = ms_since(start);
 
-    // Reuse the KV of the longest common prefix with what the cache holds; at least the last
-    // prompt token is run again so that its logits exist.
-    size_t common = 0;
-    while (common < cached_tokens_.size() && common < prompt.tokens.size() &&
-           cached_tokens_[common] == prompt.tokens[common])
-      ++common;
-    common = std::min(common, prompt.tokens.size() - 1);
-    pool_->truncate(cached_, static_cast<int>(common));
-    cached_tokens_.resize(common);
+    // Start from the longest cached prefix; the last prompt token is always run again so that
+    // its logits exist.
+    auto match = options_.no_prefix_cache
+                     ? cache::PrefixCache::Match{}
+                     : cache_->match(std::span<const int32_t>(prompt.tokens).first(prompt.tokens.size() - 1));
+    auto lock = cache_->lock(match);
+    engine::KvSequence seq;
+    for (cache::BlockId b : match.blocks) {
+      pool_->retain(b);
+      seq.blocks.push_back(b);
+    }
+    seq.n_tokens = match.tokens;
 
     CompletionShape shape = shape_at(request.text, request.cursor);
     engine::GenerateOptions gen;
     gen.max_tokens = max_tokens;
-    gen.stop_tokens = fim_.stop;
+    gen.stop_tokens = prompts_->fim().stop;
     gen.cancel = cancel.flag();
     gen.deadline = start + std::chrono::milliseconds(deadline_ms);
     gen.should_stop = [&](std::span<const int32_t> tokens) {
@@ -102,16 +129,19 @@ class EngineCompleter : public lsp::Completer {
     };
     engine::GenerateResult r;
     try {
-      r = generator_->generate(cached_, prompt.tokens, gen);
+      r = generator_->generate(seq, prompt.tokens, gen);
     } catch (...) {
-      pool_->release(cached_);
-      cached_tokens_.clear();
+      pool_->release(seq);
       throw;
     }
-    // The sequence holds the KV of the prompt and of the generated tokens but the last.
-    cached_tokens_ = prompt.tokens;
-    cached_tokens_.insert(cached_tokens_.end(), r.tokens.begin(), r.tokens.end());
-    cached_tokens_.resize(std::min<size_t>(cached_tokens_.size(), cached_.n_tokens));
+    // What the sequence holds is valid KV whatever stopped the request (even a cancel): keep it
+    // for the next keystroke.
+    std::vector<int32_t> computed = prompt.tokens;
+    computed.insert(computed.end(), r.tokens.begin(), r.tokens.end());
+    computed.resize(std::min<size_t>(computed.size(), seq.n_tokens));
+    if (!options_.no_prefix_cache) cache_->insert(computed, seq.blocks);
+    lock.reset();
+    pool_->release(seq);
 
     lsp::CompletionResult result;
     std::vector<int32_t> visible;
@@ -123,10 +153,16 @@ class EngineCompleter : public lsp::Completer {
         {"promptTokens", r.prompt_tokens},     {"matchedTokens", r.reused_tokens},
         {"prefilledTokens", r.prefilled_tokens}, {"generatedTokens", r.tokens.size()},
         {"fim", fim_mode_name(prompt.mode)},   {"truncated", prompt.truncated},
+        {"segments", prompt.segments},         {"segmentsTokenized", prompt.segments_tokenized},
         {"stop", engine::stop_reason_name(r.reason)},
         {"promptMs", prompt_ms},               {"prefillMs", r.prefill_ms},
         {"decodeMs", r.decode_ms},             {"totalMs", ms_since(start)},
     };
+    auto cs = cache_->stats();
+    auto ps = pool_->stats();
+    stats["cache"] = {{"hitRate", cs.hit_rate()}, {"blocks", cs.blocks}, {"evictedBlocks", cs.evicted_blocks},
+                      {"poolBlocksUsed", ps.blocks_used}, {"poolBlocksFree", ps.blocks_free},
+                      {"poolBytesUsed", ps.bytes_used}};
     result.stats_json = stats.dump();
     spdlog::info("completion: {}", result.stats_json);
     return result;
@@ -138,10 +174,10 @@ class EngineCompleter : public lsp::Completer {
   std::unique_ptr<engine::Model> model_;
   std::unique_ptr<engine::KvBlockPool> pool_;
   std::unique_ptr<engine::Generator> generator_;
-  FimTokens fim_;
+  std::unique_ptr<PromptAssembler> prompts_;
   FimMode mode_ = FimMode::Psm;
-  engine::KvSequence cached_;
-  std::vector<int32_t> cached_tokens_;
+  std::unique_ptr<PoolRefcounts> refs_;
+  std::unique_ptr<cache::PrefixCache> cache_;
 };
 
 }  // namespace
@@ -150,6 +186,8 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
   p.option("-m,--model", "FILE", "GGUF model to complete with (default: " + default_model_path() + ")", &o.model);
   p.option("-t,--threads", "N", "compute threads (0: all cores)", &o.threads);
   p.option("--kv-mib", "MIB", "memory for the KV cache", &o.kv_mib);
+  p.flag("--no-prefix-cache", "compute every prompt from scratch (to measure what the cache saves)",
+         &o.no_prefix_cache);
 }
 
 std::string default_model_path() {

@@ -16,6 +16,7 @@ struct EngineOptions {
   int max_tokens = 48;
   int deadline_ms = 80;
   int kv_mib = 256;
+  bool no_prefix_cache = false;  // for benchmarks: compute every prompt from scratch
 };
 
 void add_engine_options(ArgParser& parser, EngineOptions& options);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <xxhash.h>
+
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::daemon {
@@ -32,54 +34,110 @@ FimTokens fim_tokens(const engine::Tokenizer& tokenizer) {
 
 namespace {
 
-// A byte budget that comfortably holds `tokens` tokens of code, so that only the part of a
-// large file near the cursor is tokenized.
-size_t bytes_for(int tokens) { return static_cast<size_t>(tokens) * 8 + 256; }
+// Bytes that comfortably hold `tokens` tokens of code, so that only the text near the cursor
+// is tokenized.
+size_t bytes_for(int tokens) { return static_cast<size_t>(tokens) * 6 + 256; }
 
-// Moves `pos` forward to the start of a line (or a UTF-8 boundary) so that a cut prefix starts
-// cleanly.
-size_t clean_start(std::string_view text, size_t pos) {
+// Window edges snap to this grid so that they stay put while the user types.
+constexpr size_t kWindowGrid = 4096;
+// Segments end at the first line end after this many bytes.
+constexpr size_t kSegmentBytes = 512;
+constexpr size_t kMaxCachedSegments = 8192;
+
+size_t line_start_at_or_after(std::string_view text, size_t pos) {
   if (pos == 0) return 0;
-  size_t nl = text.find('\n', pos);
-  if (nl != std::string_view::npos && nl + 1 < text.size() && nl - pos < 512) return nl + 1;
-  while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
-  return pos;
-}
-
-size_t clean_end(std::string_view text, size_t pos) {
-  if (pos >= text.size()) return text.size();
-  size_t nl = text.rfind('\n', pos);
-  if (nl != std::string_view::npos && pos - nl < 512) return nl + 1;
-  while (pos > 0 && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) --pos;
-  return pos;
+  size_t nl = text.find('\n', pos - 1);
+  return nl == std::string_view::npos ? text.size() : nl + 1;
 }
 
 }  // namespace
 
-Prompt build_prompt(const engine::Tokenizer& tokenizer, const FimTokens& fim, FimMode mode,
-                    std::string_view text, size_t cursor, const PromptLimits& limits) {
+PromptAssembler::PromptAssembler(const engine::Tokenizer& tokenizer, FimTokens fim, FimMode mode)
+    : tokenizer_(tokenizer), fim_(std::move(fim)), mode_(fim_.pre < 0 ? FimMode::PrefixOnly : mode) {}
+
+const std::vector<int32_t>& PromptAssembler::segment_tokens(std::string_view segment, int* tokenized) {
+  uint64_t key = XXH3_64bits(segment.data(), segment.size());
+  auto it = segment_cache_.find(key);
+  if (it != segment_cache_.end()) return it->second;
+  if (segment_cache_.size() >= kMaxCachedSegments) segment_cache_.clear();
+  ++*tokenized;
+  return segment_cache_.emplace(key, tokenizer_.encode(segment)).first->second;
+}
+
+void PromptAssembler::append_segments(std::string_view text, std::vector<std::vector<int32_t>>& out,
+                                      int* tokenized) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.size();
+    if (text.size() - pos > kSegmentBytes) {
+      size_t nl = text.find('\n', pos + kSegmentBytes);
+      if (nl != std::string_view::npos) end = nl + 1;
+    }
+    out.push_back(segment_tokens(text.substr(pos, end - pos), tokenized));
+    pos = end;
+  }
+}
+
+Prompt PromptAssembler::build(std::string_view text, size_t cursor, const PromptLimits& limits) {
   Prompt p;
-  p.mode = fim.pre < 0 ? FimMode::PrefixOnly : mode;
+  p.mode = mode_;
   cursor = std::min(cursor, text.size());
 
-  size_t prefix_begin = 0;
-  if (cursor > bytes_for(limits.max_prefix_tokens)) {
-    prefix_begin = clean_start(text, cursor - bytes_for(limits.max_prefix_tokens));
+  // Prefix: from a line start on the grid before the budget, to the cursor. Whole lines before
+  // the cursor's line are cached segments; the cursor's line up to the cursor is tokenized
+  // afresh (a keystroke changes only it).
+  size_t budget = bytes_for(limits.max_prefix_tokens);
+  size_t begin = 0;
+  if (cursor > budget) {
+    begin = line_start_at_or_after(text, (cursor - budget) / kWindowGrid * kWindowGrid);
+    begin = std::min(begin, cursor);
     p.truncated = true;
   }
-  std::vector<int32_t> prefix = tokenizer.encode(text.substr(prefix_begin, cursor - prefix_begin));
-  if (static_cast<int>(prefix.size()) > limits.max_prefix_tokens) {
+  size_t line_begin = cursor == 0 ? std::string_view::npos : text.rfind('\n', cursor - 1);
+  line_begin = std::max(begin, line_begin == std::string_view::npos ? 0 : line_begin + 1);
+  std::vector<std::vector<int32_t>> prefix_segments;
+  append_segments(text.substr(begin, line_begin - begin), prefix_segments, &p.segments_tokenized);
+  std::vector<int32_t> current_line = tokenizer_.encode(text.substr(line_begin, cursor - line_begin));
+  ++p.segments_tokenized;
+
+  // Drop whole leading segments until the prefix fits its token limit.
+  size_t total = current_line.size();
+  for (const auto& s : prefix_segments) total += s.size();
+  size_t first = 0;
+  while (total > static_cast<size_t>(limits.max_prefix_tokens) && first < prefix_segments.size()) {
+    total -= prefix_segments[first++].size();
+    p.truncated = true;
+  }
+  std::vector<int32_t> prefix;
+  prefix.reserve(total);
+  for (size_t i = first; i < prefix_segments.size(); ++i)
+    prefix.insert(prefix.end(), prefix_segments[i].begin(), prefix_segments[i].end());
+  prefix.insert(prefix.end(), current_line.begin(), current_line.end());
+  if (static_cast<int>(prefix.size()) > limits.max_prefix_tokens) {  // one enormous line
     prefix.erase(prefix.begin(), prefix.end() - limits.max_prefix_tokens);
-    p.truncated = true;
   }
+  p.segments = static_cast<int>(prefix_segments.size() - first) + 1;
+
+  // Suffix: from the cursor to a line end past the budget, its end on the grid too.
   std::vector<int32_t> suffix;
-  if (p.mode != FimMode::PrefixOnly && limits.max_suffix_tokens > 0) {
-    size_t suffix_end = text.size();
-    if (suffix_end - cursor > bytes_for(limits.max_suffix_tokens)) {
-      suffix_end = clean_end(text, cursor + bytes_for(limits.max_suffix_tokens));
+  if (p.mode != FimMode::PrefixOnly && limits.max_suffix_tokens > 0 && cursor < text.size()) {
+    size_t end = text.size();
+    size_t sbudget = bytes_for(limits.max_suffix_tokens);
+    if (text.size() - cursor > sbudget) {
+      end = std::min(text.size(), line_start_at_or_after(text, (cursor + sbudget + kWindowGrid - 1) / kWindowGrid * kWindowGrid));
       p.truncated = true;
     }
-    suffix = tokenizer.encode(text.substr(cursor, suffix_end - cursor));
+    // The rest of the cursor's line is its own segment; whole lines after it are cached.
+    size_t line_end = std::min(end, line_start_at_or_after(text, cursor + 1));
+    suffix = tokenizer_.encode(text.substr(cursor, line_end - cursor));
+    ++p.segments_tokenized;
+    std::vector<std::vector<int32_t>> suffix_segments;
+    append_segments(text.substr(line_end, end - line_end), suffix_segments, &p.segments_tokenized);
+    for (const auto& s : suffix_segments) {
+      if (suffix.size() >= static_cast<size_t>(limits.max_suffix_tokens)) break;
+      suffix.insert(suffix.end(), s.begin(), s.end());
+    }
+    p.segments += 1 + static_cast<int>(suffix_segments.size());
     if (static_cast<int>(suffix.size()) > limits.max_suffix_tokens) {
       suffix.resize(limits.max_suffix_tokens);
       p.truncated = true;
@@ -88,6 +146,7 @@ Prompt build_prompt(const engine::Tokenizer& tokenizer, const FimTokens& fim, Fi
   p.prefix_tokens = static_cast<int>(prefix.size());
   p.suffix_tokens = static_cast<int>(suffix.size());
 
+  const FimTokens& fim = fim_;
   auto& t = p.tokens;
   t.reserve(prefix.size() + suffix.size() + 4);
   if (fim.add_bos) t.push_back(fim.bos);

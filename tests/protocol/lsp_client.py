@@ -167,3 +167,18 @@ class SocketClient(Client):
         except OSError:
             pass
         self.sock.close()
+
+
+def run_tests(namespace):
+    """Runs every test_* function of a module; prints 'N passed, N failed'; returns the exit code."""
+    failed = 0
+    tests = [(n, f) for n, f in list(namespace.items()) if n.startswith("test_") and callable(f)]
+    for name, fn in tests:
+        try:
+            fn()
+            print("ok   %s" % name)
+        except Exception as e:  # noqa: BLE001 - a failing test reports and the rest still run
+            failed += 1
+            print("FAIL %s: %s" % (name, e))
+    print("%d passed, %d failed" % (len(tests) - failed, failed))
+    return 1 if failed else 0

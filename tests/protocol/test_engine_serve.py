@@ -6,20 +6,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lsp_client import DaemonProcess  # noqa: E402
+from lsp_client import DaemonProcess, run_tests  # noqa: E402
 
 BINARY = sys.argv[1]
 MODEL = "../shared/data/models/ref-qwen2-dscoder-q8_0.gguf"
-failures = []
-
-
-def check(name, fn):
-    try:
-        fn()
-        print("ok   %s" % name)
-    except Exception as e:  # noqa: BLE001
-        failures.append(name)
-        print("FAIL %s: %s" % (name, e))
 
 
 def complete(d, uri, line, character):
@@ -90,8 +80,5 @@ def test_bad_model_file_fails_clearly():
     assert r.returncode == 1 and b"CMakeLists.txt" in r.stderr, r
 
 
-for name, fn in list(globals().items()):
-    if name.startswith("test_"):
-        check(name, fn)
-print("%d passed, %d failed" % (sum(1 for n in globals() if n.startswith("test_")) - len(failures), len(failures)))
-sys.exit(1 if failures else 0)
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))

@@ -12,20 +12,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lsp_client import DaemonProcess, SocketClient, frame  # noqa: E402
+from lsp_client import DaemonProcess, SocketClient, run_tests  # noqa: E402
 
 BINARY = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="ghostline-sockets-")
-failures = []
-
-
-def check(name, fn):
-    try:
-        fn()
-        print("ok   %s" % name)
-    except Exception as e:  # noqa: BLE001
-        failures.append(name)
-        print("FAIL %s: %s" % (name, e))
 
 
 def start_daemon(*args):
@@ -202,8 +192,5 @@ def test_record():
     assert all(lines[i]["t_ms"] <= lines[i + 1]["t_ms"] for i in range(len(lines) - 1))
 
 
-for name, fn in list(globals().items()):
-    if name.startswith("test_"):
-        check(name, fn)
-print("%d passed, %d failed" % (sum(1 for n in globals() if n.startswith("test_")) - len(failures), len(failures)))
-sys.exit(1 if failures else 0)
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
