@@ -27,7 +27,11 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 
 struct ReplayOptions {
-  double speed = 1.0;  // 0: as fast as possible (each keystroke after the previous reply)
+  // Timed: the recorded timing divided by `speed`. Step: each event once the requests before
+  // it are answered (service time without queueing). Max: every event at once, as fast as the
+  // connection takes them (the daemon supersedes and cancels what it cannot keep up with).
+  enum class Pace { Timed, Step, Max } pace = Pace::Timed;
+  double speed = 1.0;
   double request_timeout_s = 60;
   json settings = json::object();
   bool progress = true;
@@ -326,7 +330,6 @@ void Replayer::run(const Session& s, int index, int count) {
   // Where the cursor starts: the typed region's start, else the end of the first edit.
   cursor_ = s.typed_start ? static_cast<size_t>(*s.typed_start) : 0;
 
-  bool max_speed = options_.speed <= 0;
   double shift_ms = s.events.empty() ? 0 : s.events.front().t_ms;  // session time skipped
   auto timeline_start = Clock::now();
   auto due = [&](const SessionEvent& e) {
@@ -344,12 +347,15 @@ void Replayer::run(const Session& s, int index, int count) {
 
   for (size_t i = 0; i < s.events.size();) {
     const SessionEvent& e = s.events[i];
-    if (max_speed) {
+    if (options_.pace == ReplayOptions::Pace::Step) {
       auto deadline = Clock::now() + timeout();
       while (outstanding() > 0 && pump(deadline)) {
       }
-    } else {
+    } else if (options_.pace == ReplayOptions::Pace::Timed) {
       pump_until(due(e));
+    } else {
+      while (pump(Clock::now())) {
+      }
     }
     if (conn_.closed()) throw std::runtime_error("the daemon closed the connection");
     show_progress(s, index, count, static_cast<int>(i), false);
@@ -529,8 +535,9 @@ int replay_main(std::span<char* const> args) {
       "or --connect it starts `ghostline serve` itself.");
   p.rest("SESSION", "session files, or folders of *.jsonl session files", &paths);
   p.option("--speed", "X",
-           "1.0: the recorded timing; 2: twice as fast; max: each keystroke as soon as the "
-           "previous request is answered",
+           "1.0: the recorded timing; 2: twice as fast; step: each keystroke once the previous "
+           "request is answered; max: all keystrokes at once, the daemon cancels what it cannot "
+           "keep up with",
            &speed_text);
   p.option("--daemon", "CMD", "shell command that starts a daemon speaking LSP on stdio",
            &daemon_cmd);
@@ -554,16 +561,19 @@ int replay_main(std::span<char* const> args) {
   options.request_timeout_s = timeout_s;
   options.progress = !quiet;
   if (speed_text == "max") {
-    options.speed = 0;
+    options.pace = ReplayOptions::Pace::Max;
+  } else if (speed_text == "step") {
+    options.pace = ReplayOptions::Pace::Step;
   } else {
     try {
       size_t used = 0;
       options.speed = std::stod(speed_text, &used);
       if (used != speed_text.size() || !(options.speed > 0)) throw std::invalid_argument("speed");
     } catch (const std::exception&) {
-      std::fprintf(stderr,
-                   "ghostline replay: --speed must be a positive number or 'max', not '%s'\n",
-                   speed_text.c_str());
+      std::fprintf(
+          stderr,
+          "ghostline replay: --speed must be a positive number, 'step' or 'max', not '%s'\n",
+          speed_text.c_str());
       return 2;
     }
   }
@@ -627,7 +637,8 @@ int replay_main(std::span<char* const> args) {
     std::fprintf(stderr, "ghostline replay: %s\n", e.what());
     return 1;
   }
-  report.settings = {{"speed", options.speed > 0 ? json(options.speed) : json("max")},
+  report.settings = {{"speed", options.pace == ReplayOptions::Pace::Timed ? json(options.speed)
+                                                                          : json(speed_text)},
                      {"daemon", daemon_description},
                      {"initializationOptions", options.settings},
                      {"version", GHOSTLINE_VERSION}};
