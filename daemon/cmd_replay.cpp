@@ -40,45 +40,8 @@ struct ReplayOptions {
 // Stats entries are matched to answers in batches of at most this many (the daemon keeps 64).
 constexpr size_t kStatsBatch = 32;
 
-bool is_word_byte(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         (static_cast<unsigned char>(c) & 0x80);
-}
-
 json to_json(lsp::Position p) {
   return {{"line", p.line}, {"character", p.character}};
-}
-
-// The part of `completion` the person takes, given what they were about to type.
-struct Take {
-  std::string text;
-  Acceptance kind = Acceptance::Full;
-};
-
-std::optional<Take> what_to_accept(const std::string& completion, const std::string& expected,
-                                   const std::vector<Acceptance>& accepts) {
-  auto allowed = [&](Acceptance a) {
-    return std::find(accepts.begin(), accepts.end(), a) != accepts.end();
-  };
-  if (completion.empty()) return std::nullopt;
-  if (allowed(Acceptance::Full) && expected.starts_with(completion))
-    return Take{completion, Acceptance::Full};
-  if (allowed(Acceptance::Line)) {
-    size_t nl = completion.find('\n');
-    if (nl != std::string::npos && nl > 0) {
-      std::string line = completion.substr(0, nl);
-      if (expected.starts_with(line)) return Take{line, Acceptance::Line};
-    }
-  }
-  if (allowed(Acceptance::Word)) {
-    // As editors' "accept next word": leading spaces and punctuation, then one word.
-    size_t i = 0;
-    while (i < completion.size() && !is_word_byte(completion[i]) && completion[i] != '\n') ++i;
-    while (i < completion.size() && is_word_byte(completion[i])) ++i;
-    std::string word = completion.substr(0, i);
-    if (word.size() >= 2 && expected.starts_with(word)) return Take{word, Acceptance::Word};
-  }
-  return std::nullopt;
 }
 
 class Replayer {
@@ -369,9 +332,9 @@ void Replayer::run(const Session& s, int index, int count) {
                                : shown_progress ? s.expected_after(*shown_progress)
                                                 : std::string();
         if (!expected.empty() && expected.starts_with(rec.insert_text)) ++sr.would_accept;
-        std::optional<Take> take;
+        std::optional<AcceptedPart> take;
         if (!shown_ignored && shown_progress && !expected.empty())
-          take = what_to_accept(rec.insert_text, expected, s.accepts);
+          take = choose_acceptance(rec.insert_text, expected, s.accepts);
         if (take) {
           // Skip the recorded keys that typed what the completion inserts.
           int64_t target = *shown_progress + static_cast<int64_t>(take->text.size());

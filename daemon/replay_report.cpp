@@ -372,7 +372,9 @@ std::string render_svg(const ReplayReport& report) {
     << "\" y=\"20\" font-size=\"13\">ghostline replay: " << report.sessions.size() << " sessions, "
     << all.answered << " answers; latency p50 " << ms_text(percentile(lat, 50)) << " ms, p90 "
     << ms_text(percentile(lat, 90)) << " ms, p99 " << ms_text(percentile(lat, 99)) << " ms; speed "
-    << xml_escape(report.settings.value("speed", json("?")).dump()) << "</text>\n";
+    << xml_escape(report.settings.is_object() ? report.settings.value("speed", json("?")).dump()
+                                              : "?")
+    << "</text>\n";
   auto axis = [&](double l, double r, const std::vector<double>& xs, double x_hi,
                   const std::vector<double>& ys, double y_hi, bool y_fraction, const char* x_label,
                   const char* y_label) {

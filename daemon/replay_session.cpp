@@ -1,5 +1,7 @@
 #include "daemon/replay_session.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,6 +37,36 @@ std::string Session::expected_after(int64_t progress) const {
     return {};
   return final_text->substr(static_cast<size_t>(*typed_start + progress),
                             static_cast<size_t>(*typed_bytes - progress));
+}
+
+std::optional<AcceptedPart> choose_acceptance(const std::string& completion,
+                                              const std::string& expected,
+                                              const std::vector<Acceptance>& accepts) {
+  auto allowed = [&](Acceptance a) {
+    return std::find(accepts.begin(), accepts.end(), a) != accepts.end();
+  };
+  auto is_word_byte = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+           (static_cast<unsigned char>(c) & 0x80);
+  };
+  if (completion.empty()) return std::nullopt;
+  if (allowed(Acceptance::Full) && expected.starts_with(completion))
+    return AcceptedPart{completion, Acceptance::Full};
+  if (allowed(Acceptance::Line)) {
+    size_t nl = completion.find('\n');
+    if (nl != std::string::npos && nl > 0) {
+      std::string line = completion.substr(0, nl);
+      if (expected.starts_with(line)) return AcceptedPart{line, Acceptance::Line};
+    }
+  }
+  if (allowed(Acceptance::Word)) {
+    size_t i = 0;
+    while (i < completion.size() && !is_word_byte(completion[i]) && completion[i] != '\n') ++i;
+    while (i < completion.size() && is_word_byte(completion[i])) ++i;
+    std::string word = completion.substr(0, i);
+    if (word.size() >= 2 && expected.starts_with(word)) return AcceptedPart{word, Acceptance::Word};
+  }
+  return std::nullopt;
 }
 
 Session parse_session(const std::string& text, const std::string& name) {

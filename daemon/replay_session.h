@@ -51,6 +51,18 @@ struct Session {
   std::string expected_after(int64_t progress) const;
 };
 
+// The part of a shown completion the person takes, given what they were about to type: all of
+// it when what they type next starts with it, else its first line, else its first word (as
+// editors' "accept word": leading spaces and punctuation, then one word of two bytes or more),
+// as far as `accepts` allows. nullopt: they type past it.
+struct AcceptedPart {
+  std::string text;
+  Acceptance kind = Acceptance::Full;
+};
+std::optional<AcceptedPart> choose_acceptance(const std::string& completion,
+                                              const std::string& expected,
+                                              const std::vector<Acceptance>& accepts);
+
 // Reads a session file. Throws std::runtime_error naming the file and line of a problem.
 Session load_session(const std::string& path);
 // Parses the text of a session file; `name` is used in messages.
