@@ -13,6 +13,7 @@ int bench_main(std::span<char* const> args);
 int make_model_main(std::span<char* const> args);
 int complete_main(std::span<char* const> args);
 int tokenize_main(std::span<char* const> args);
+int replay_main(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array kCommands = {
@@ -28,6 +29,8 @@ std::span<const Command> commands() {
       Command{"make-model", "write a GGUF model with random weights for benchmarks",
               make_model_main},
       Command{"tokenize", "print the token ids (or pieces) of stdin for a model", tokenize_main},
+      Command{"replay", "replay recorded typing sessions against the daemon and report latency",
+              replay_main},
   };
   return kCommands;
 }

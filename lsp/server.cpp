@@ -80,6 +80,7 @@ const std::unordered_map<std::string_view, Session::RequestHandler>& Session::re
       {"textDocument/inlineCompletion", &Session::on_inline_completion},
       {"textDocument/completion", &Session::on_completion},
       {"ghostline/stats", &Session::on_stats},
+      {"ghostline/documentText", &Session::on_document_text},
   };
   return table;
 }
@@ -576,6 +577,18 @@ void Session::on_stats(const json& id, const json&) {
                {"invalidatedByEdit", c.invalidated_by_edit},
                {"dropped", c.dropped}}},
              {"session", {{"documents", documents_.size()}, {"positionEncoding", to_string(encoding_)}}}});
+}
+
+// The daemon's copy of an open document, so that a client (the replay harness, a test) can
+// check that its edits were applied as it meant them.
+void Session::on_document_text(const json& id, const json& params) {
+  std::string uri = uri_of(params);
+  auto it = documents_.find(uri);
+  if (it == documents_.end()) {
+    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open");
+    return;
+  }
+  reply(id, {{"uri", uri}, {"version", it->second->version()}, {"text", it->second->text()}});
 }
 
 }  // namespace ghostline::lsp

@@ -79,6 +79,7 @@ class Session {
   void on_inline_completion(const nlohmann::json& id, const nlohmann::json& params);
   void on_completion(const nlohmann::json& id, const nlohmann::json& params);
   void on_stats(const nlohmann::json& id, const nlohmann::json& params);
+  void on_document_text(const nlohmann::json& id, const nlohmann::json& params);
   // Notifications.
   void on_initialized(const nlohmann::json& params);
   void on_exit(const nlohmann::json& params);
