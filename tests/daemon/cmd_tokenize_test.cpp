@@ -1,6 +1,7 @@
 // Runs the real `ghostline tokenize` binary as a script would.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -14,7 +15,9 @@ struct Result {
 
 // Runs `ghostline tokenize ARGS` with `input` on stdin; stderr is folded into the output.
 Result run_tokenize(const std::string& args, const std::string& input) {
-  const std::string in_path = ::testing::TempDir() + "ghostline-tokenize-input";
+  // ctest runs test cases in parallel processes: each needs its own input file.
+  const std::string in_path = ::testing::TempDir() + "ghostline-tokenize-input-" + std::to_string(::getpid()) +
+                              "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
   FILE* in = std::fopen(in_path.c_str(), "wb");
   std::fwrite(input.data(), 1, input.size(), in);
   std::fclose(in);
@@ -25,6 +28,7 @@ Result run_tokenize(const std::string& args, const std::string& input) {
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
   int status = ::pclose(p);
+  std::remove(in_path.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
