@@ -78,8 +78,11 @@ def write_gguf(path, name, state, cfg: Config, tok: Tokenizer, qtype, extra_meta
         w.add(f"tokenizer.ggml.{key}", s[tname], T_UINT32)
     w.add("tokenizer.ggml.add_bos_token", False)
     w.add("tokenizer.ggml.add_eos_token", False)
-    w.add("ghostline.fim.psm", PSM_TEMPLATE)
-    w.add("ghostline.fim.spm", SPM_TEMPLATE)
+    # Ghostline's daemon reads ghostline.fim.spm as a bool: true = build SPM prompts. The model
+    # knows both templates; PSM is the default (its prefix stays cacheable while typing).
+    w.add("ghostline.fim.spm", False)
+    w.add("ghostline.fim.psm_template", PSM_TEMPLATE)
+    w.add("ghostline.fim.spm_template", SPM_TEMPLATE)
     for k, v in extra_meta.items():
         w.add(k, v)
     for tname, t in tensor_map(state, cfg):

@@ -89,6 +89,9 @@ def main():
     ap.add_argument("--decay-frac", type=float, default=0.25)
     ap.add_argument("--distill", type=float, default=0.5, help="weight of the draft's KL term")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--no-bf16", dest="bf16", action="store_false",
+                    help="run matmuls in float32 (default: bfloat16 autocast, ~2x faster on AVX-512 BF16 "
+                         "CPUs; weights, optimizer and losses stay float32)")
     ap.add_argument("--ckpt-every", type=int, default=20, help="steps between checkpoints")
     ap.add_argument("--val-every", type=int, default=50)
     ap.add_argument("--stop-by", default=None,
@@ -180,16 +183,18 @@ def main():
         for g in opt_d.param_groups:
             g["lr"] = lr_d
 
-        logits_t, _ = target(x)
-        logits_t = logits_t.reshape(-1, logits_t.shape[-1])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits_t, _ = target(x)
+        logits_t = logits_t.float().reshape(-1, logits_t.shape[-1])
         loss_t = F.cross_entropy(logits_t, y)
         opt_t.zero_grad(set_to_none=True)
         loss_t.backward()
         torch.nn.utils.clip_grad_norm_(target.parameters(), 1.0)
         opt_t.step()
 
-        logits_d, _ = draft(x)
-        logits_d = logits_d.reshape(-1, logits_d.shape[-1])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits_d, _ = draft(x)
+        logits_d = logits_d.float().reshape(-1, logits_d.shape[-1])
         ce_d = F.cross_entropy(logits_d, y)
         loss_d = ce_d
         if args.distill > 0:
