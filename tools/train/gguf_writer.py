@@ -135,7 +135,8 @@ class GGUFReader:
     """Reads metadata and tensors back (dequantized to float32, PyTorch shape order)."""
 
     def __init__(self, path):
-        self.buf = open(path, "rb").read()
+        with open(path, "rb") as f:
+            self.buf = f.read()
         self.pos = 0
         if self._take(4) != GGUF_MAGIC:
             raise ValueError(f"{path}: not a GGUF file")
