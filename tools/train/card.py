@@ -166,7 +166,7 @@ def main():
     L.append(f"Single-line infill, {ev['samples']} samples (seed {ev['seed']}, languages in turn): cursor "
              f"at a random point of a random non-blank line, expected middle = rest of that line. PSM "
              f"prompt with up to {ev['prefix_tokens']} prefix and {ev['suffix_tokens']} suffix tokens, "
-             f"greedy, completion cut at the first newline. Measured on the GGUF files as shipped "
+             f"greedy, completion cut at the first newline or control token. Measured on the GGUF files as shipped "
              f"(weights dequantized), by `tools/train/eval.py`.\n")
     L.append("| model | exact match | edit similarity | perplexity (tokens) | bits/byte |\n|---|---|---|---|---|")
     for name in ("target", "draft"):

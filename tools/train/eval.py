@@ -4,7 +4,7 @@
 - Single-line infill: the cursor sits at a random point of a random non-blank line of a held-out
   file; the expected middle is the rest of that line. PSM prompt (prefix: up to 256 tokens
   before the cursor, suffix: up to 128 tokens from the next line on), greedy decoding; the
-  completion is the generated text up to the first newline or <|endoftext|>. Reports exact match
+  completion is the generated text up to the first newline or control token. Reports exact match
   and edit similarity (1 - Levenshtein / max length) for target and draft.
 - Speculative acceptance: the target's greedy continuation (24 tokens) is replayed with the
   draft proposing k tokens at a time; acceptance = accepted / proposed (greedy verification).
@@ -141,8 +141,10 @@ def greedy(model, prompt, n, stop_ids=()):
 
 
 def first_line(tok, ids, eot):
-    if eot in ids:
-        ids = ids[:ids.index(eot)]
+    """The completion as a client shows it: up to the first control token, then the first line."""
+    n_normal = tok.vocab_size - len(tok.special)
+    cut = next((k for k, t in enumerate(ids) if t >= n_normal), len(ids))
+    ids = ids[:cut]
     text = tok.decode_bytes(ids).decode("utf-8", errors="replace")
     return text.split("\n", 1)[0]
 
@@ -220,7 +222,8 @@ def main():
     assert tok.tokens == tok_d.tokens, "target and draft vocabularies differ"
     eot = tok.special["<|endoftext|>"]
     # Single-line infill stops at the first token holding a newline (or at <|endoftext|>).
-    line_stop = {eot} | {i for i in range(tok.vocab_size - len(tok.special)) if b"\n" in tok.decode_bytes([i])}
+    specials = set(tok.special.values())
+    line_stop = specials | {i for i in range(tok.vocab_size - len(tok.special)) if b"\n" in tok.decode_bytes([i])}
     held = load_docs(Path(args.workdir) / "data" / "corpus.jsonl", "heldout")
     samples = make_samples(held, args.samples, args.seed)
     res = {"target": dict(em=0, es=0.0), "draft": dict(em=0, es=0.0)}
@@ -231,7 +234,7 @@ def main():
     for i, s in enumerate(samples):
         prompt = infill_prompt(tok, s)
         # The first prompts also serve the speculative replay: there the target runs on (24 tokens).
-        t_ids = greedy(target, prompt, GEN_TOKENS, stop_ids=(eot,) if i < args.accept_samples else line_stop)
+        t_ids = greedy(target, prompt, GEN_TOKENS, stop_ids=specials if i < args.accept_samples else line_stop)
         d_ids = greedy(draft, prompt, GEN_TOKENS, stop_ids=line_stop)
         out = {"target": first_line(tok, t_ids, eot), "draft": first_line(tok, d_ids, eot)}
         pl = per_lang.setdefault(s["lang"], {"n": 0, "target_em": 0, "target_es": 0.0,
@@ -245,7 +248,7 @@ def main():
             pl[f"{name}_em"] += em
             pl[f"{name}_es"] += es
         if i < args.accept_samples:
-            seq = [t for t in t_ids if t != eot] or t_ids
+            seq = [t for t in t_ids if t not in specials] or t_ids
             a, p = acceptance(draft, prompt, seq, args.k)
             acc[0] += a
             acc[1] += p
