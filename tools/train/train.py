@@ -97,6 +97,8 @@ def main():
     ap.add_argument("--stop-by", default=None,
                     help="HH:MM wall-clock deadline: if the budget cannot finish by then, shrink it "
                          "(the decay still runs) and log the change")
+    ap.add_argument("--grace-min", type=float, default=4.0,
+                    help="minutes past --stop-by after which the run stops wherever it is")
     ap.add_argument("--resume", action="store_true", help="continue <run>/ckpt.pt")
     ap.add_argument("--init-from", default=None,
                     help="start from another checkpoint's weights and optimizer (e.g. a previous "
@@ -154,11 +156,15 @@ def main():
             deadline += 86400
 
     rates = []
+    if step > 0 and (run / "metrics.jsonl").exists():  # keep the measured speed across a resume
+        with open(run / "metrics.jsonl") as f:
+            rates = [json.loads(l)["step_s"] for l in f][-200:]
     predecay_saved = (run / "ckpt-predecay.pt").exists()
     while True:
         total = frozen_total or total_steps
         if deadline is not None and frozen_total is None and len(rates) >= 5:
-            sec_per_step = float(np.median(rates[-30:]))
+            # Conservative: CPU share swings with other work on the machine.
+            sec_per_step = max(float(np.median(rates[-30:])), float(np.mean(rates[-200:])))
             reachable = step + int((deadline - time.time()) / sec_per_step)
             if reachable < total:
                 total = max(step + 1, reachable)
@@ -168,6 +174,9 @@ def main():
             if total != total_steps:
                 log(run, f"deadline: budget shrunk to {total} steps ({total * tokens_per_step} tokens)")
         if step >= total:
+            break
+        if deadline is not None and time.time() > deadline + args.grace_min * 60:
+            log(run, f"deadline passed by {args.grace_min} min: stopping at step {step}")
             break
         if step == decay_start and not predecay_saved:
             save_ckpt(run / "ckpt-predecay.pt", ckpt_state(target, draft, opt_t, opt_d, step, tokens_seen,
