@@ -194,6 +194,9 @@ def main():
         L.append(f"- expected: `{x['expected']!r}`")
         L.append(f"- target: `{x['target']!r}`")
         L.append(f"- draft: `{x['draft']!r}`\n")
+    L.append(f"Empty completions (the model ends the line or the middle at once): target "
+             f"{ev['target'].get('empty_completions', float('nan')):.1%}, draft "
+             f"{ev['draft'].get('empty_completions', float('nan')):.1%} of the samples.\n")
     L.append("## Limitations\n")
     L.append("- Tiny and briefly trained: a first baseline. Completions are often syntactically plausible "
              "but wrong; multi-line and semantic completions are beyond it.")

@@ -226,7 +226,7 @@ def main():
     line_stop = specials | {i for i in range(tok.vocab_size - len(tok.special)) if b"\n" in tok.decode_bytes([i])}
     held = load_docs(Path(args.workdir) / "data" / "corpus.jsonl", "heldout")
     samples = make_samples(held, args.samples, args.seed)
-    res = {"target": dict(em=0, es=0.0), "draft": dict(em=0, es=0.0)}
+    res = {"target": dict(em=0, es=0.0, empty=0), "draft": dict(em=0, es=0.0, empty=0)}
     per_lang = {}
     acc = [0, 0]
     agree = [0, 0]
@@ -245,6 +245,7 @@ def main():
             es = edit_sim(out[name], s["middle"])
             res[name]["em"] += em
             res[name]["es"] += es
+            res[name]["empty"] += int(out[name] == "")
             pl[f"{name}_em"] += em
             pl[f"{name}_es"] += es
         if i < args.accept_samples:
@@ -269,10 +270,12 @@ def main():
     report = dict(
         samples=n, seed=args.seed, prefix_tokens=PREFIX_TOKENS, suffix_tokens=SUFFIX_TOKENS,
         target=dict(exact_match=res["target"]["em"] / n, edit_similarity=res["target"]["es"] / n,
+                    empty_completions=res["target"]["empty"] / n,
                     params=sum(p.numel() for p in target.parameters()),
                     file_bytes=(models / "ghostline-code.gguf").stat().st_size,
                     tensor_types=sorted(set(rt.tensor_types().values()))),
         draft=dict(exact_match=res["draft"]["em"] / n, edit_similarity=res["draft"]["es"] / n,
+                    empty_completions=res["draft"]["empty"] / n,
                    params=sum(p.numel() for p in draft.parameters()),
                    file_bytes=(models / "ghostline-code-draft.gguf").stat().st_size,
                    tensor_types=sorted(set(rd.tensor_types().values()))),

@@ -178,7 +178,7 @@ def main():
         if deadline is not None and time.time() > deadline + args.grace_min * 60:
             log(run, f"deadline passed by {args.grace_min} min: stopping at step {step}")
             break
-        if step == decay_start and not predecay_saved:
+        if step >= decay_start and not predecay_saved:
             save_ckpt(run / "ckpt-predecay.pt", ckpt_state(target, draft, opt_t, opt_d, step, tokens_seen,
                                                         train_secs, None, meta))
             predecay_saved = True
