@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""Writes the model card (README.md) and the loss curve (loss.svg) for an exported run."""
+import argparse
+import json
+import os
+from pathlib import Path
+
+from export import PSM_TEMPLATE, SPM_TEMPLATE, LICENSE
+
+
+def ema(values, alpha=0.05):
+    out, m = [], None
+    for v in values:
+        m = v if m is None else (1 - alpha) * m + alpha * v
+        out.append(m)
+    return out
+
+
+def loss_svg(metrics, path):
+    W, H, L, R, T, B = 720, 420, 60, 20, 30, 50
+    xs = [m["tokens"] for m in metrics]
+    series = [
+        ("target train (EMA)", "#1f77b4", list(zip(xs, ema([m["loss_target"] for m in metrics])))),
+        ("draft train CE (EMA)", "#ff7f0e", list(zip(xs, ema([m["loss_draft_ce"] for m in metrics])))),
+        ("target held-out", "#2ca02c", [(m["tokens"], m["val_target"]) for m in metrics if "val_target" in m]),
+        ("draft held-out", "#d62728", [(m["tokens"], m["val_draft"]) for m in metrics if "val_draft" in m]),
+    ]
+    ys = [y for _, _, pts in series for _, y in pts]
+    y0, y1 = max(0.0, min(ys) - 0.2), max(ys) + 0.1
+    x1 = max(xs)
+
+    def px(x):
+        return L + (W - L - R) * x / x1
+
+    def py(y):
+        return T + (H - T - B) * (1 - (y - y0) / (y1 - y0))
+
+    el = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
+          f'font-size="12"><rect width="{W}" height="{H}" fill="white"/>',
+          f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="14">Training loss (nats/token)</text>']
+    for i in range(6):
+        y = y0 + (y1 - y0) * i / 5
+        el.append(f'<line x1="{L}" x2="{W - R}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#ddd"/>')
+        el.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{y:.1f}</text>')
+    for i in range(6):
+        x = x1 * i / 5
+        el.append(f'<line x1="{px(x):.1f}" x2="{px(x):.1f}" y1="{T}" y2="{H - B}" stroke="#eee"/>')
+        el.append(f'<text x="{px(x):.1f}" y="{H - B + 16}" text-anchor="middle">{x / 1e6:.2f}M</text>')
+    el.append(f'<text x="{W / 2}" y="{H - 12}" text-anchor="middle">tokens seen</text>')
+    for k, (name, color, pts) in enumerate(series):
+        if not pts:
+            continue
+        d = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
+        if "held-out" in name:
+            el.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.5" '
+                      f'stroke-dasharray="4 3"/>')
+            el += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.5" fill="{color}"/>' for x, y in pts]
+        else:
+            el.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        ly = T + 10 + 16 * k
+        el.append(f'<line x1="{W - R - 170}" x2="{W - R - 150}" y1="{ly}" y2="{ly}" stroke="{color}" '
+                  f'stroke-width="2"/><text x="{W - R - 145}" y="{ly + 4}">{name}</text>')
+    el.append("</svg>")
+    Path(path).write_text("\n".join(el) + "\n")
+
+
+def fence(text):
+    return "```\n" + text.replace("```", "` ` `") + "\n```"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
+    ap.add_argument("--run", default="run1")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    run = work / "runs" / args.run
+    out = Path(args.out)
+    manifest = json.loads((work / "data" / "manifest.json").read_text())
+    cfg = json.loads((run / "config.json").read_text())
+    ev = json.loads((run / "eval.json").read_text())
+    metrics = [json.loads(l) for l in open(run / "metrics.jsonl")]
+    # A resumed run may have re-logged steps; keep the last record of each step.
+    by_step = {m["step"]: m for m in metrics}
+    metrics = [by_step[s] for s in sorted(by_step)]
+    loss_svg(metrics, out / "loss.svg")
+    last = metrics[-1]
+    vals = [m for m in metrics if "val_target" in m]
+    t, d = cfg["target"], cfg["draft"]
+    a = cfg["args"]
+    tok_s = last["tokens"] / last["train_secs"]
+
+    def arch(c):
+        return (f"{c['n_layers']} layers, width {c['dim']}, {c['n_heads']} head(s) "
+                f"({c['n_kv_heads']} KV), head dim {c['dim'] // c['n_heads']}, SwiGLU FFN {c['ffn_dim']}, "
+                f"context {c['ctx']}, RoPE base {c['rope_base']:g} (normal/adjacent pairs), RMSNorm eps "
+                f"{c['norm_eps']:g}, tied embeddings")
+
+    L = []
+    L.append("# Ghostline default code models\n")
+    L.append("`ghostline-code.gguf` (target) and `ghostline-code-draft.gguf` (draft for speculative "
+             "decoding) are small llama-architecture code models trained from scratch by the recipe in "
+             "`tools/train/` on permissively licensed source code found on a Debian machine. They are the "
+             "first, short-run baseline: expect simple, local completions (closing a call, finishing an "
+             "identifier, repeating a nearby pattern), not reasoning.\n")
+    L.append("## Files\n")
+    L.append("| file | role | parameters | tensor types | bytes |\n|---|---|---|---|---|")
+    L.append(f"| ghostline-code.gguf | target | {ev['target']['params']:,} | "
+             f"{', '.join(ev['target']['tensor_types'])} | {ev['target']['file_bytes']:,} |")
+    L.append(f"| ghostline-code-draft.gguf | draft | {ev['draft']['params']:,} | "
+             f"{', '.join(ev['draft']['tensor_types'])} | {ev['draft']['file_bytes']:,} |\n")
+    L.append(f"- Target: {arch(t)}.")
+    L.append(f"- Draft: {arch(d)}. Same vocabulary as the target.")
+    L.append("- GGUF v3, `general.architecture` = `llama`; norms are F32. The target's matrices are "
+             "Q8_0; the draft is F16 (its FFN width is not a multiple of 32).\n")
+    L.append("## Tokenizer and prompt format\n")
+    L.append("Byte-level BPE, 8192 tokens (256 bytes, 7929 merges, 7 specials), trained by "
+             "`tools/train/tokenizer.py` on a 16 MB language-balanced sample of the training split. "
+             "`tokenizer.ggml.model` = `gpt2`, `tokenizer.ggml.pre` = `qwen2` (llama.cpp's qwen2 split "
+             "regex: digits one at a time, newline runs grouped). Specials (token type 3, control): "
+             "`<|endoftext|>` (eos, eot; also the bos id, but `add_bos_token` is false), "
+             "`<|fim_prefix|>`, `<|fim_suffix|>`, `<|fim_middle|>`, `<|fim_pad|>` (padding), "
+             "`<|file_sep|>` (`fim_sep_token_id`), `<|repo_name|>` (`fim_rep_token_id`; not used in training).\n")
+    L.append("Fill-in-the-middle templates, both trained (stored as `ghostline.fim.psm_template` / "
+             "`ghostline.fim.spm_template`; the bool `ghostline.fim.spm` = false tells the daemon to build "
+             "PSM prompts); the model writes the middle and then `<|endoftext|>`:\n")
+    L.append(f"- PSM: `{PSM_TEMPLATE}`")
+    L.append(f"- SPM: `{SPM_TEMPLATE}` (suffix first, each part behind its own token)\n")
+    L.append("Prefix, suffix and middle are tokenized separately. Left-to-right text uses "
+             "`<|file_sep|>` between files.\n")
+    L.append("## Training data\n")
+    L.append("| source | language | license | origin | files kept (held out) | bytes kept |\n"
+             "|---|---|---|---|---|---|")
+    for s in manifest["sources"]:
+        L.append(f"| {s['name']} | {s['lang']} | {s['license']} | {s['origin']} | "
+                 f"{s['files_kept']} ({s['files_heldout']}) | {s['bytes_kept']:,} |")
+    L.append("")
+    L.append(f"Files were normalized (UTF-8, LF, no trailing whitespace), filtered (200 B - 200 kB, no "
+             f"line over 400 characters, no control characters), deduplicated by SHA-256 of the "
+             f"normalized text ({manifest['duplicates_dropped']} duplicates dropped) and capped at "
+             f"{manifest['cap_mb']:g} MB per source. {manifest['heldout_fraction']:.0%} of each source's "
+             f"files (whole files, seed {manifest['seed']}) are held out for evaluation: training "
+             f"{manifest['train_bytes']:,} bytes, held out {manifest['heldout_bytes']:,} bytes. "
+             f"Languages are sampled with weights python 0.3, go 0.25, cpp 0.2, ts 0.125, js 0.125.\n")
+    L.append("## Training\n")
+    L.append(f"- Seed {cfg['seed']}; target and draft trained together on identical batches of "
+             f"{a['batch']} x {a['ctx']} tokens; {last['step']} steps, **{last['tokens']:,} tokens seen**.")
+    L.append(f"- Half the rows are FIM (of those, half PSM and half SPM; middles: rest of a line, "
+             f"rest of a line plus up to 4 lines, or a random span), split on characters; the rest "
+             f"plain left-to-right.")
+    L.append(f"- AdamW (betas 0.9/0.95, weight decay {a['wd']}), peak LR {a['lr']} (draft "
+             f"{a['draft_lr']}), {a['warmup']} warmup steps, constant, linear decay to 10% over the last "
+             f"{a['decay_frac']:.0%}; gradient clip 1.0. The draft's loss is "
+             f"{1 - a['distill']:.1f} x cross-entropy + {a['distill']:.1f} x KL to the target's "
+             f"next-token distribution.")
+    L.append(f"- **Training time {last['train_secs'] / 60:.1f} min** on 2 shared vCPUs (Xeon, "
+             f"PyTorch 1.13 CPU, OpenBLAS, nice 10 beside C++ builds): {tok_s:.0f} tokens/s average "
+             f"for both models together.")
+    L.append(f"- Final training loss (last-step batch) target {last['loss_target']:.3f}, draft "
+             f"{last['loss_draft_ce']:.3f} nats/token"
+             + (f"; held-out batch target {vals[-1]['val_target']:.3f}, draft {vals[-1]['val_draft']:.3f}."
+                if vals else "."))
+    L.append("\n![loss curve](loss.svg)\n")
+    L.append("## Evaluation (held-out files)\n")
+    L.append(f"Single-line infill, {ev['samples']} samples (seed {ev['seed']}, languages in turn): cursor "
+             f"at a random point of a random non-blank line, expected middle = rest of that line. PSM "
+             f"prompt with up to {ev['prefix_tokens']} prefix and {ev['suffix_tokens']} suffix tokens, "
+             f"greedy, completion cut at the first newline or control token. Measured on the GGUF files as shipped "
+             f"(weights dequantized), by `tools/train/eval.py`.\n")
+    L.append("| model | exact match | edit similarity | perplexity (tokens) | bits/byte |\n|---|---|---|---|---|")
+    for name in ("target", "draft"):
+        e = ev[name]
+        L.append(f"| {name} | {e['exact_match']:.3f} | {e['edit_similarity']:.3f} | "
+                 f"{e['perplexity']:.2f} ({e['ppl_tokens']:,}) | {e['bits_per_byte']:.3f} |")
+    sp = ev["speculative"]
+    L.append(f"\nSpeculative decoding (greedy verification, draft proposes k={sp['k']} tokens, over the "
+             f"target's 24-token greedy continuations of the first {sp['prompts']} prompts): "
+             f"**acceptance rate {sp['acceptance_rate']:.3f}** ({sp['accepted']}/{sp['proposed']} "
+             f"proposed tokens accepted); per-token top-1 agreement {sp['top1_agreement']:.3f}.\n")
+    L.append("| language | n | target EM | target ES | draft EM | draft ES |\n|---|---|---|---|---|---|")
+    for lang, v in ev["per_language"].items():
+        L.append(f"| {lang} | {v['n']} | {v['target_em']:.3f} | {v['target_es']:.3f} | "
+                 f"{v['draft_em']:.3f} | {v['draft_es']:.3f} |")
+    L.append("\n### Ten completions (the first ten evaluation samples, unedited)\n")
+    for i, x in enumerate(ev["examples"], 1):
+        verdict = "exact" if x["target"] == x["expected"] else "miss"
+        L.append(f"**{i}. {x['lang']}** `{Path(x['path']).name}` - target: {verdict}\n")
+        L.append("Prompt ends with (cursor at the end):\n")
+        L.append(fence(x["prefix_tail"]))
+        if x.get("suffix_head"):
+            L.append("Suffix begins with:\n")
+            L.append(fence(x["suffix_head"]))
+        L.append(f"- expected: `{x['expected']!r}`")
+        L.append(f"- target: `{x['target']!r}`")
+        L.append(f"- draft: `{x['draft']!r}`\n")
+    L.append(f"Empty completions (the model ends the line or the middle at once): target "
+             f"{ev['target'].get('empty_completions', float('nan')):.1%}, draft "
+             f"{ev['draft'].get('empty_completions', float('nan')):.1%} of the samples.\n")
+    L.append("## Limitations\n")
+    L.append("- Tiny and briefly trained: a first baseline. Completions are often syntactically plausible "
+             "but wrong; multi-line and semantic completions are beyond it.")
+    L.append("- Trained on standard-library and library code (Python, Go, C++ Boost headers, "
+             "TypeScript/JavaScript); other languages and application code are out of distribution. "
+             "Rust was not included (no Rust sources were on the machine from a package).")
+    L.append(f"- Context {t['ctx']} tokens; longer prompts must be cut by the client.")
+    L.append("")
+    L.append("## License\n")
+    L.append(f"Weights: {LICENSE} (`general.license`). The training data are the permissively licensed "
+             f"sources listed above (PSF-2.0, BSD-3-Clause, BSL-1.0, Apache-2.0, MIT); the models "
+             f"contain no verbatim copy of them beyond what a language model memorizes.\n")
+    L.append("## Reproducing and extending\n")
+    L.append(f"`tools/train/setup` (Debian packages), then `tools/train/run --total-tokens {last['tokens']} "
+             f"--ship` repeats this run with the same seed and data (see `tools/train/README.md`). "
+             f"Longer runs resume from checkpoints under `~/.cache/ghostline-train/runs/`.")
+    (out / "README.md").write_text("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    main()

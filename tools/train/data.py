@@ -1,0 +1,152 @@
+"""Training rows: plain left-to-right code and fill-in-the-middle samples, built on the fly.
+
+Every row is a pure function of (seed, step, row index), so a resumed run sees exactly the
+batches a straight run would have seen. Text windows start at line starts and are tokenized
+with the same pre-tokenizer and merges the engine applies; FIM splits happen on characters
+(the cursor may sit inside a word), and prefix, suffix and middle are tokenized separately, as
+an editor client sends them.
+
+Templates (token names from tokenizer.SPECIALS):
+  PSM: <|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>M<|endoftext|>
+  SPM: <|fim_suffix|>S<|fim_prefix|>P<|fim_middle|>M<|endoftext|>
+  plain: <|file_sep|> between files (a row may start inside a file)
+"""
+import bisect
+import json
+
+import numpy as np
+
+LANG_WEIGHTS = {"python": 0.3, "go": 0.25, "cpp": 0.2, "ts": 0.125, "js": 0.125}
+MAX_MIDDLE_TOKENS = 96
+
+
+def load_docs(corpus_path, split):
+    docs = []
+    with open(corpus_path, encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            if d["split"] == split:
+                docs.append(d)
+    return docs
+
+
+class DocSampler:
+    """Chooses documents: a language by LANG_WEIGHTS, then a file by its length."""
+
+    def __init__(self, docs):
+        self.docs = docs
+        by_lang = {}
+        for i, d in enumerate(docs):
+            by_lang.setdefault(d["lang"], []).append(i)
+        self.langs = sorted(by_lang)
+        w = np.array([LANG_WEIGHTS.get(l, 0.1) for l in self.langs], dtype=np.float64)
+        self.lang_p = w / w.sum()
+        self.members = {l: by_lang[l] for l in self.langs}
+        self.cums = {}
+        for l in self.langs:
+            c = np.cumsum([len(docs[i]["text"]) for i in by_lang[l]])
+            self.cums[l] = c
+        self.line_starts = {}
+
+    def pick(self, rng):
+        lang = self.langs[rng.choice(len(self.langs), p=self.lang_p)]
+        c = self.cums[lang]
+        j = int(np.searchsorted(c, rng.integers(0, c[-1]), side="right"))
+        return self.members[lang][min(j, len(c) - 1)]
+
+    def lines(self, di):
+        ls = self.line_starts.get(di)
+        if ls is None:
+            text = self.docs[di]["text"]
+            ls = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n" and i + 1 < len(text)]
+            self.line_starts[di] = ls
+        return ls
+
+
+class RowBuilder:
+    def __init__(self, tok, docs, ctx, fim_rate=0.5, spm_rate=0.5):
+        self.tok = tok
+        self.sampler = DocSampler(docs)
+        self.docs = docs
+        self.ctx = ctx
+        self.fim_rate = fim_rate
+        self.spm_rate = spm_rate
+        s = tok.special
+        self.PRE, self.SUF, self.MID = s["<|fim_prefix|>"], s["<|fim_suffix|>"], s["<|fim_middle|>"]
+        self.EOT, self.SEP = s["<|endoftext|>"], s["<|file_sep|>"]
+
+    def _window(self, rng, di, n_chars):
+        text = self.docs[di]["text"]
+        ls = self.sampler.lines(di)
+        if rng.random() < 0.25:
+            start = 0
+        else:
+            start = ls[int(rng.integers(0, len(ls)))]
+        return text[start:start + n_chars], start == 0
+
+    def plain(self, rng, need):
+        """About `need` tokens of left-to-right code from a random file."""
+        di = self.sampler.pick(rng)
+        text, at_start = self._window(rng, di, int(need * 4.5) + 64)
+        ids = ([self.SEP] if at_start else []) + self.tok.encode(text)
+        return ids
+
+    def fim(self, rng, budget):
+        """One FIM sample of at most `budget` tokens, or None if this draw does not fit."""
+        di = self.sampler.pick(rng)
+        n_chars = int(rng.integers(300, 2400))
+        text, _ = self._window(rng, di, n_chars)
+        if len(text) < 20:
+            return None
+        mode = rng.random()
+        if mode < 0.5:
+            # Cursor inside a line; the middle is the rest of that line (+ sometimes more lines).
+            nl = [i for i, ch in enumerate(text) if ch == "\n"]
+            if not nl:
+                return None
+            k = int(rng.integers(0, len(nl)))
+            line_start = nl[k - 1] + 1 if k > 0 else 0
+            line_end = nl[k]
+            a = int(rng.integers(line_start, line_end + 1))
+            extra = 0 if mode < 0.35 else int(rng.integers(1, 5))
+            b = nl[min(k + extra, len(nl) - 1)]
+        else:
+            a, b = sorted(int(x) for x in rng.integers(0, len(text) + 1, size=2))
+            if b - a > 600:
+                b = a + int(rng.integers(0, 600))
+        P, M, S = text[:a], text[a:b], text[b:]
+        m = self.tok.encode(M)
+        if len(m) > MAX_MIDDLE_TOKENS:
+            return None
+        p = self.tok.encode(P)
+        s = self.tok.encode(S)
+        room = budget - len(m) - 4
+        if room < 8:
+            return None
+        # Keep the text nearest the cursor: cut the prefix on the left, the suffix on the right.
+        keep_p = min(len(p), max(room // 2, room - len(s)))
+        p = p[len(p) - keep_p:]
+        s = s[:max(0, room - len(p))]
+        if rng.random() < self.spm_rate:
+            return [self.SUF] + s + [self.PRE] + p + [self.MID] + m + [self.EOT]
+        return [self.PRE] + p + [self.SUF] + s + [self.MID] + m + [self.EOT]
+
+    def row(self, seed, step, index):
+        rng = np.random.default_rng([seed, step, index])
+        n = self.ctx + 1
+        out = []
+        is_fim = rng.random() < self.fim_rate
+        while len(out) < n:
+            if is_fim:
+                got = self.fim(rng, min(n, max(64, n - len(out))))
+                if got is None:
+                    continue
+            else:
+                got = self.plain(rng, n - len(out))
+                if out:
+                    got = got if got[:1] == [self.SEP] else [self.SEP] + got
+            out.extend(got)
+        return out[:n]
+
+    def batch(self, seed, step, batch_size):
+        return np.array([self.row(seed, step, i) for i in range(batch_size)], dtype=np.int64)

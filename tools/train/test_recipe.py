@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""Unit tests for the training recipe: /usr/bin/python3 -m unittest tools/train/test_recipe.py"""
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from data import RowBuilder  # noqa: E402
+from gguf_writer import GGML_F16, GGML_F32, GGML_Q8_0, GGUFReader, GGUFWriter, quantize_q8_0  # noqa: E402
+from model import Config, Transformer, apply_rope  # noqa: E402
+from tokenizer import SPECIALS, Tokenizer, pretokenize, to_unicode, train_bpe  # noqa: E402
+
+
+def small_tokenizer():
+    text = "def foo(bar):\n    return bar + 1\n\nfor i in range(10):\n    foo(i)\n" * 20
+    freqs = {}
+    for piece in pretokenize(text):
+        w = to_unicode(piece)
+        freqs[w] = freqs.get(w, 0) + 1
+    return Tokenizer(train_bpe(dict(sorted(freqs.items())), 60, log=open(os.devnull, "w")))
+
+
+class PreTokenizerTest(unittest.TestCase):
+    def test_qwen2_splits(self):
+        # digits one by one, a space joins the following word, newline runs stand alone
+        self.assertEqual(pretokenize("x = 123\n\n    y"), ["x", " =", " ", "1", "2", "3", "\n\n", "   ", " y"])
+        self.assertEqual(pretokenize("it's"), ["it", "'s"])
+        self.assertEqual(pretokenize("a.b()"), ["a", ".b", "()"])
+
+
+class TokenizerTest(unittest.TestCase):
+    def test_roundtrip_and_merges(self):
+        tok = small_tokenizer()
+        self.assertGreater(len(tok.merges), 10)
+        self.assertEqual(tok.vocab_size, 256 + len(tok.merges) + len(SPECIALS))
+        text = "def foo(bar):\n    return bar + 42  # héllo 世界\n"
+        ids = tok.encode(text)
+        self.assertEqual(tok.decode(ids), text)
+        self.assertLess(len(ids), len(text.encode()))  # merges apply
+        # special tokens are not parsed out of text
+        self.assertNotIn(tok.eot, tok.encode("<|endoftext|>"))
+
+    def test_merge_order_is_by_rank(self):
+        tok = Tokenizer([("a", "b"), ("b", "c"), ("ab", "c")])
+        # "abc": (a,b) has the lower rank, then (ab,c)
+        self.assertEqual([tok.tokens[i] for i in tok.encode("abc")], ["abc"])
+        tok2 = Tokenizer([("b", "c"), ("a", "b")])
+        self.assertEqual([tok2.tokens[i] for i in tok2.encode("abc")], ["a", "bc"])
+
+
+class GGUFTest(unittest.TestCase):
+    def test_roundtrip(self):
+        rng = np.random.default_rng(0)
+        w = GGUFWriter()
+        w.add("general.architecture", "llama")
+        w.add("some.count", 7)
+        w.add("some.flag", True)
+        w.add("some.list", ["a b", "c"])
+        a = rng.standard_normal((3, 64)).astype(np.float32)
+        n = rng.standard_normal(64).astype(np.float32)
+        w.add_tensor("m.q8", a, GGML_Q8_0)
+        w.add_tensor("m.f16", a, GGML_F16)
+        w.add_tensor("n.f32", n, GGML_F32)
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "t.gguf"
+            w.write(p)
+            raw = p.read_bytes()
+            self.assertEqual(raw[:4], b"GGUF")
+            self.assertEqual(int.from_bytes(raw[4:8], "little"), 3)
+            r = GGUFReader(p)
+            self.assertEqual(r.meta["some.count"], 7)
+            self.assertIs(r.meta["some.flag"], True)
+            self.assertEqual(r.meta["some.list"], ["a b", "c"])
+            self.assertTrue(np.array_equal(r.tensor("n.f32"), n))
+            self.assertTrue(np.array_equal(r.tensor("m.f16"), a.astype(np.float16).astype(np.float32)))
+            q = r.tensor("m.q8")
+            self.assertEqual(q.shape, (3, 64))
+            step = np.abs(a.reshape(-1, 32)).max(axis=1) / 127
+            self.assertTrue(np.all(np.abs(q - a).reshape(-1, 32).max(axis=1) <= step * 0.57))
+            for name, _, _, off in r.infos:
+                self.assertEqual((r.data_start + off) % 32, 0, name)
+            self.assertEqual(r.infos[0][1], [64, 3])  # ggml order: ne[0] = columns
+
+    def test_q8_0_block_layout(self):
+        x = np.zeros((1, 32), dtype=np.float32)
+        x[0, 0], x[0, 1] = 127.0, -63.5
+        b = quantize_q8_0(x)
+        self.assertEqual(len(b), 34)
+        self.assertEqual(np.frombuffer(b[:2], "<f2")[0], 1.0)
+        self.assertEqual(np.frombuffer(b[2:], "i1")[:2].tolist(), [127, -64])  # round half away from 0
+
+
+class ModelTest(unittest.TestCase):
+    def test_rope_rotates_adjacent_pairs(self):
+        cfg = Config(dim=8, n_heads=1, n_kv_heads=1)
+        x = torch.randn(1, 1, 3, 8)
+        pos = torch.arange(3, dtype=torch.float64)[:, None]
+        inv = 10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)
+        cos, sin = torch.cos(pos * inv).float(), torch.sin(pos * inv).float()
+        y = apply_rope(x, cos, sin)
+        for p in range(3):
+            for i in range(4):
+                a, b = x[0, 0, p, 2 * i], x[0, 0, p, 2 * i + 1]
+                c, s = cos[p, i], sin[p, i]
+                self.assertAlmostEqual(float(y[0, 0, p, 2 * i]), float(a * c - b * s), places=5)
+                self.assertAlmostEqual(float(y[0, 0, p, 2 * i + 1]), float(a * s + b * c), places=5)
+        self.assertEqual(cfg.head_dim, 8)
+
+    def test_kv_cache_matches_full_forward(self):
+        torch.manual_seed(0)
+        m = Transformer(Config(vocab_size=50, dim=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=64, ctx=16))
+        ids = torch.randint(0, 50, (1, 9))
+        with torch.no_grad():
+            full, _ = m(ids)
+            a, past = m(ids[:, :5])
+            b, _ = m(ids[:, 5:], past=past, pos0=5)
+        self.assertTrue(torch.allclose(torch.cat([a, b], dim=1), full, atol=1e-5))
+
+
+class DataTest(unittest.TestCase):
+    def test_rows_are_deterministic_and_well_formed(self):
+        tok = small_tokenizer()
+        docs = [dict(lang="python", text="def f%d(x):\n    return x * %d\n\n" % (i, i) * 30) for i in range(5)]
+        rb = RowBuilder(tok, docs, 64)
+        a = rb.batch(7, 3, 6)
+        b = rb.batch(7, 3, 6)
+        self.assertTrue(np.array_equal(a, b))
+        self.assertFalse(np.array_equal(a, rb.batch(7, 4, 6)))
+        self.assertEqual(a.shape, (6, 65))
+        s = tok.special
+        fim_rows = 0
+        for _ in range(20):
+            sample = rb.fim(np.random.default_rng(_), 200)
+            if sample is None:
+                continue
+            fim_rows += 1
+            self.assertEqual(sample[-1], s["<|endoftext|>"])
+            self.assertIn(s["<|fim_middle|>"], sample)
+            self.assertIn(sample[0], (s["<|fim_prefix|>"], s["<|fim_suffix|>"]))
+            self.assertLessEqual(len(sample), 200)
+        self.assertGreater(fim_rows, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
