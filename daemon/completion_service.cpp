@@ -78,8 +78,7 @@ class EngineCompleter : public lsp::Completer {
     // SPM prompts change only at their end while the user types, so every keystroke reuses
     // the cached suffix; use them whenever the model was trained on them.
     const auto& file = model_->file();
-    bool spm = file.get_bool("ghostline.fim.spm").value_or(false) || file.has("ghostline.fim.spm_template");
-    FimMode mode = spm ? FimMode::Spm : FimMode::Psm;
+    FimMode mode = file.has("ghostline.fim.spm_template") ? FimMode::Spm : FimMode::Psm;
     prompts_ = std::make_unique<PromptAssembler>(model_->tokenizer(), std::move(fim), mode);
     mode_ = prompts_->mode();
     spdlog::info("loaded {} ({} parameters, {} threads, {} prompts) in {:.0f} ms", path,

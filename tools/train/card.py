@@ -123,8 +123,8 @@ def main():
              "`<|fim_prefix|>`, `<|fim_suffix|>`, `<|fim_middle|>`, `<|fim_pad|>` (padding), "
              "`<|file_sep|>` (`fim_sep_token_id`), `<|repo_name|>` (`fim_rep_token_id`; not used in training).\n")
     L.append("Fill-in-the-middle templates, both trained (stored as `ghostline.fim.psm_template` / "
-             "`ghostline.fim.spm_template`; the bool `ghostline.fim.spm` = false tells the daemon to build "
-             "PSM prompts); the model writes the middle and then `<|endoftext|>`:\n")
+             "`ghostline.fim.spm_template`; the daemon builds SPM prompts for models that declare an SPM "
+             "template); the model writes the middle and then `<|endoftext|>`:\n")
     L.append(f"- PSM: `{PSM_TEMPLATE}`")
     L.append(f"- SPM: `{SPM_TEMPLATE}` (suffix first, each part behind its own token)\n")
     L.append("Prefix, suffix and middle are tokenized separately. Left-to-right text uses "

@@ -78,9 +78,8 @@ def write_gguf(path, name, state, cfg: Config, tok: Tokenizer, qtype, extra_meta
         w.add(f"tokenizer.ggml.{key}", s[tname], T_UINT32)
     w.add("tokenizer.ggml.add_bos_token", False)
     w.add("tokenizer.ggml.add_eos_token", False)
-    # Ghostline's daemon reads ghostline.fim.spm as a bool: true = build SPM prompts. The model
-    # knows both templates; PSM is the default (its prefix stays cacheable while typing).
-    w.add("ghostline.fim.spm", False)
+    # The model is trained on both templates and says so. An SPM template tells Ghostline's
+    # daemon it may build SPM prompts, which change only at their end while the user types.
     w.add("ghostline.fim.psm_template", PSM_TEMPLATE)
     w.add("ghostline.fim.spm_template", SPM_TEMPLATE)
     for k, v in extra_meta.items():
