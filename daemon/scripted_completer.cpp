@@ -19,8 +19,10 @@ lsp::CompletionResult ScriptedCompleter::complete(const lsp::CompletionRequest& 
     --begin;
   std::string word = request.text.substr(begin, request.cursor - begin);
   lsp::CompletionResult result;
-  result.insert_text = "<" + (word.empty() ? std::string("empty") : word) + ">v" +
-                       std::to_string(request.version);
+  // Built by appending: GCC 12 warns (-Wrestrict, falsely) on the chained operator+ form.
+  result.insert_text = "<";
+  result.insert_text.append(word.empty() ? std::string_view("empty") : std::string_view(word));
+  result.insert_text.append(">v").append(std::to_string(request.version));
   result.replace_begin = result.replace_end = request.cursor;
   return result;
 }
