@@ -131,21 +131,7 @@ void validate(const WeightMatrix& w) {
 
 }  // namespace
 
-bool matmul_supports(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+bool matmul_supports(GgmlType type) { return can_dequantize(type); }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   matmul(w, x, n_tokens, y, pool, active_isa());

@@ -164,19 +164,9 @@ void dequantize_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
 }  // namespace
 
 bool can_dequantize(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
+  // The type table says which types the backends compute with; one list for the whole engine.
+  auto traits = ggml_type_traits(static_cast<uint32_t>(type));
+  return traits && traits->supported;
 }
 
 void dequantize_row(GgmlType type, const std::byte* src, float* dst, int64_t n) {
