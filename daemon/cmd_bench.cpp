@@ -71,8 +71,7 @@ int bench_main(std::span<char* const> args) {
 
   using namespace engine;
   try {
-    auto model = Model::load(model_path);
-    for (const auto& w : model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    auto model = load_model_for_command(model_path);
     const ModelConfig& c = model->config();
     const int max_tokens = std::max(n_prompt, n_gen);
     if (max_tokens > model->n_ctx()) {

@@ -38,8 +38,7 @@ int generate_main(std::span<char* const> args) {
 
   using namespace engine;
   try {
-    auto model = Model::load(model_path);
-    for (const auto& w : model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    auto model = load_model_for_command(model_path);
     const Tokenizer& tok = model->tokenizer();
     std::vector<int32_t> ids;
     if (tok.specials().add_bos && tok.specials().bos) ids.push_back(*tok.specials().bos);

@@ -35,8 +35,7 @@ int logits_main(std::span<char* const> args) {
 
   using namespace engine;
   try {
-    auto model = Model::load(model_path);
-    for (const auto& w : model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    auto model = load_model_for_command(model_path);
     const ModelConfig& c = model->config();
     const size_t blocks = (ids.size() + KvBlockPool::kBlockTokens - 1) / KvBlockPool::kBlockTokens;
     KvBlockPool sized(c.n_layer, c.kv_dim(),

@@ -4,7 +4,16 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "engine/model/model.h"
+
 namespace ghostline::daemon {
+
+std::unique_ptr<engine::Model> load_model_for_command(const std::string& path) {
+  auto model = engine::Model::load(path);
+  for (const auto& w : model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  return model;
+}
+
 
 std::string format_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

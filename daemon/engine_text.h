@@ -2,12 +2,21 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+namespace ghostline::engine {
+class Model;
+}
+
 namespace ghostline::daemon {
+
+// Loads a model for a command and prints its load warnings (e.g. weights not locked) to
+// stderr; throws what Model::load throws.
+std::unique_ptr<engine::Model> load_model_for_command(const std::string& path);
 
 std::string format_bytes(uint64_t bytes);  // "35.86 MiB"
 std::string format_count(int64_t count);   // "494.03 M"
