@@ -4,20 +4,12 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "lsp/cancel_token.h"
 
 namespace ghostline::lsp {
 
 enum class TriggerKind { Invoked = 1, Automatic = 2 };
-
-// Another open document of the same session, offered as context.
-struct ContextDocument {
-  std::string uri;
-  std::string language_id;
-  std::string text;
-};
 
 struct CompletionRequest {
   std::string uri;
@@ -33,7 +25,6 @@ struct CompletionRequest {
   bool has_selected = false;
   size_t selected_begin = 0, selected_end = 0;
   std::string selected_text;
-  std::vector<ContextDocument> other_documents;
 };
 
 struct CompletionResult {

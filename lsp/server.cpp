@@ -345,7 +345,6 @@ void Session::apply_settings(const json& s) {
   read_int("debounceMs", &settings_.debounce_ms, 0, 2000);
   read_int("maxTokens", &settings_.max_tokens, 0, 4096);
   read_int("deadlineMs", &settings_.deadline_ms, 0, 60000);
-  read_int("maxContextDocuments", &settings_.max_context_documents, 0, 64);
   if (auto it = s.find("enabled"); it != s.end()) {
     if (it->is_boolean()) {
       settings_.enabled = it->get<bool>();
@@ -482,13 +481,6 @@ void Session::submit_completion(const json& id, const json& params, Style style)
     }
   } else {
     request.trigger = TriggerKind::Invoked;
-  }
-  int others = 0;
-  for (const auto& [other_uri, doc] : documents_) {
-    if (others >= settings_.max_context_documents) break;
-    if (other_uri == uri) continue;
-    request.other_documents.push_back({other_uri, doc->language_id(), doc->text()});
-    ++others;
   }
 
   std::string key = id.dump();

@@ -37,7 +37,6 @@ struct SessionSettings {
   int debounce_ms = 10;
   int max_tokens = 0;    // 0: the completer's default
   int deadline_ms = 0;   // 0: the completer's default
-  int max_context_documents = 4;
 };
 
 struct ServerOptions {
