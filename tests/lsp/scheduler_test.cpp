@@ -99,7 +99,9 @@ TEST(Scheduler, NewerRequestSupersedesOlderOfTheSameDocument) {
   ASSERT_EQ(outcomes.size(), 6u);
   int completed = 0;
   for (auto& [i, o] : outcomes) {
-    if (i < 4) EXPECT_EQ(o.kind, Outcome::Kind::Cancelled) << i;
+    if (i < 4) {
+      EXPECT_EQ(o.kind, Outcome::Kind::Cancelled) << i;
+    }
     if (o.kind == Outcome::Kind::Completed) ++completed;
   }
   EXPECT_EQ(completed, 2);
