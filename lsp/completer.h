@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "lsp/cancel_token.h"
 
@@ -32,6 +34,9 @@ struct CompletionResult {
   // Replacement range in bytes of the request's text; equal to the cursor for a plain insert.
   size_t replace_begin = 0, replace_end = 0;
   std::string stats_json;    // per-request statistics, serialized JSON object (may be empty)
+  // Model forward steps (prefill chunks, decode and verification steps, draft steps) that
+  // finished after the request's token was cancelled: work wasted on a stale request.
+  int steps_after_cancel = 0;
 };
 
 class Completer {
@@ -44,6 +49,28 @@ class Completer {
   virtual std::string describe() const = 0;
   // Whether this completer can produce completions at all (false: no model loaded).
   virtual bool ready() const { return true; }
+  // Runs on the I/O thread, so it must be thread-safe and cheap: a completion for `request`
+  // that needs no model (the user typed the start of a completion made a moment ago), or
+  // nothing.
+  virtual std::optional<CompletionResult> recall(const CompletionRequest&) { return std::nullopt; }
+  // Runs on the engine thread when it would otherwise be idle after `request` completed with
+  // `result`: a request the user is likely to make next (the state after accepting the
+  // completion), computed in idle time so that its answer is ready. Its result goes to no
+  // client; the completer keeps it to answer recall().
+  virtual std::optional<CompletionRequest> follow_up(const CompletionRequest&, const CompletionResult&) {
+    return std::nullopt;
+  }
+  // The completer's own counters as a serialized JSON object, for `ghostline/stats` (engine
+  // thread and I/O thread: must be thread-safe).
+  virtual std::string counters_json() const { return "{}"; }
 };
+
+// If `text` is `before.text` with a string inserted at `before.cursor` (the user typed at the
+// cursor), that string (possibly empty: the same text).
+std::optional<std::string_view> typed_at_cursor(const CompletionRequest& before, std::string_view text);
+
+// Whether `after` is `before` with something typed at the cursor and the cursor after it: the
+// work for `before` is still useful for `after`.
+bool continues(const CompletionRequest& before, const CompletionRequest& after);
 
 }  // namespace ghostline::lsp

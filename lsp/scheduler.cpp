@@ -1,6 +1,7 @@
 #include "lsp/scheduler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 
 #include <nlohmann/json.hpp>
@@ -10,20 +11,26 @@ namespace ghostline::lsp {
 using Clock = std::chrono::steady_clock;
 
 struct Scheduler::Job {
-  JobId id;
+  JobId id = 0;
   std::string document_key;
   CompletionRequest request;
   CancelToken token;
   Done done;
   Clock::time_point submitted_at;
   Clock::time_point ready_at;
-  bool answered = false;  // I/O thread only
+  bool internal = false;            // prefetch: made by the scheduler, answers nobody
+  std::atomic<bool> kept{false};    // answered as cancelled, work kept (set on the I/O thread)
+  bool answered = false;            // I/O thread only
 };
 
 namespace {
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
+
+constexpr const char* kWhy[] = {"cancelled by the client",
+                                "superseded by a newer request for the document",
+                                "the document changed", "the client went away"};
 }  // namespace
 
 Scheduler::Scheduler(Completer& completer, Post post, std::chrono::milliseconds debounce)
@@ -39,24 +46,69 @@ void Scheduler::stop() {
     if (stopping_ && !engine_thread_.joinable()) return;
     stopping_ = true;
     for (auto& job : queue_) job->token.cancel();
+    if (running_) running_->token.cancel();
   }
   wake_.notify_all();
   if (engine_thread_.joinable()) engine_thread_.join();
 }
 
+std::shared_ptr<Scheduler::Job> Scheduler::running() const {
+  std::lock_guard lock(mutex_);
+  return running_;
+}
+
 Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRequest request,
                                    Done done, std::chrono::milliseconds debounce) {
-  if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end())
-    cancel(it->second, CancelReason::Superseded);
+  // Running work this request continues is kept; the rest is superseded or preempted.
+  auto run = running();
+  const bool continues_running = run && run->document_key == document_key &&
+                                 !run->token.cancelled() && continues(run->request, request);
+  if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end()) {
+    auto old = live_.at(it->second);
+    if (old == run && continues_running) {
+      keep_running(old, CancelReason::Superseded);
+    } else {
+      cancel(old->id, CancelReason::Superseded);
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    // Idle work (prefetch, kept work of other documents) gives way to a real request.
+    for (auto q = queue_.begin(); q != queue_.end();) {
+      if ((*q)->internal) {
+        (*q)->token.cancel();
+        ++counters_.prefetch_preempted;
+        q = queue_.erase(q);
+      } else {
+        ++q;
+      }
+    }
+    if (running_ && !(continues_running && running_ == run) && (running_->internal || running_->kept))
+      running_->token.cancel();
+  }
+
   auto job = std::make_shared<Job>();
   job->id = next_id_++;
   job->document_key = document_key;
   job->request = std::move(request);
   job->done = std::move(done);
   job->submitted_at = Clock::now();
-  job->ready_at = job->submitted_at + debounce;
+  // Kept work for this document is about to finish with what this request needs: no debounce.
+  job->ready_at = job->submitted_at + (continues_running ? std::chrono::milliseconds(0) : debounce);
   live_[job->id] = job;
   latest_by_document_[document_key] = job->id;
+
+  if (auto recalled = completer_.recall(job->request)) {
+    {
+      std::lock_guard lock(mutex_);
+      ++counters_.submitted;
+      ++counters_.answered_from_memory;
+      ++counters_.completed;
+    }
+    Outcome outcome{Outcome::Kind::Completed, std::move(*recalled), {}};
+    finish(job, std::move(outcome));
+    return job->id;
+  }
   {
     std::lock_guard lock(mutex_);
     ++counters_.submitted;
@@ -74,6 +126,15 @@ Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRe
   return job->id;
 }
 
+void Scheduler::count_cancel(CancelReason reason) {
+  switch (reason) {
+    case CancelReason::Client: ++counters_.cancelled_by_client; break;
+    case CancelReason::Superseded: ++counters_.superseded; break;
+    case CancelReason::Edited: ++counters_.invalidated_by_edit; break;
+    case CancelReason::Dropped: ++counters_.dropped; break;
+  }
+}
+
 bool Scheduler::cancel(JobId id, CancelReason reason) {
   auto it = live_.find(id);
   if (it == live_.end()) return false;
@@ -83,23 +144,41 @@ bool Scheduler::cancel(JobId id, CancelReason reason) {
     std::lock_guard lock(mutex_);
     auto q = std::find(queue_.begin(), queue_.end(), job);
     if (q != queue_.end()) queue_.erase(q);
-    switch (reason) {
-      case CancelReason::Client: ++counters_.cancelled_by_client; break;
-      case CancelReason::Superseded: ++counters_.superseded; break;
-      case CancelReason::Edited: ++counters_.invalidated_by_edit; break;
-      case CancelReason::Dropped: ++counters_.dropped; break;
-    }
+    count_cancel(reason);
   }
-  static constexpr const char* kWhy[] = {"cancelled by the client",
-                                         "superseded by a newer request for the document",
-                                         "the document changed", "the client went away"};
   finish(job, Outcome{Outcome::Kind::Cancelled, {}, kWhy[static_cast<int>(reason)]});
   return true;
+}
+
+void Scheduler::keep_running(const std::shared_ptr<Job>& job, CancelReason reason) {
+  job->kept = true;
+  {
+    std::lock_guard lock(mutex_);
+    count_cancel(reason);
+    ++counters_.kept_running;
+  }
+  finish(job, Outcome{Outcome::Kind::Cancelled, {}, kWhy[static_cast<int>(reason)]});
 }
 
 void Scheduler::cancel_document(const std::string& document_key, CancelReason reason) {
   if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end())
     cancel(it->second, reason);
+  std::lock_guard lock(mutex_);
+  if (running_ && running_->document_key == document_key) running_->token.cancel();
+}
+
+void Scheduler::document_changed(const std::string& document_key, std::string_view text) {
+  auto run = running();
+  const bool typed_on = run && run->document_key == document_key && typed_at_cursor(run->request, text);
+  if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end()) {
+    auto job = live_.at(it->second);
+    if (job == run && typed_on) {
+      keep_running(job, CancelReason::Edited);
+    } else {
+      cancel(job->id, CancelReason::Edited);
+    }
+  }
+  if (run && run->document_key == document_key && !typed_on) run->token.cancel();
 }
 
 // I/O thread: delivers the single outcome of a job.
@@ -123,6 +202,77 @@ void Scheduler::finish(const std::shared_ptr<Job>& job, Outcome outcome) {
   job->done(std::move(outcome));
 }
 
+// Engine thread, with `lock` held on entry and on return.
+void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::mutex>& lock) {
+  running_ = job;
+  const bool run = !job->token.cancelled();
+  if (run) ++counters_.completer_calls;
+  lock.unlock();
+
+  Outcome outcome{Outcome::Kind::Completed, {}, {}};
+  auto started = Clock::now();
+  outcome.queue_ms = ms_between(job->submitted_at, started);
+  if (run) {
+    try {
+      outcome.result = completer_.complete(job->request, job->token);
+    } catch (const std::exception& e) {
+      outcome.kind = Outcome::Kind::Failed;
+      outcome.error = e.what();
+    }
+  }
+  outcome.complete_ms = ms_between(started, Clock::now());
+
+  lock.lock();
+  running_.reset();
+  const bool cancelled = job->token.cancelled();
+  // What a stopped run returns is partial: never deliver it (a job cancelled by the client was
+  // answered already; one stopped by stop() is answered here).
+  if (cancelled && outcome.kind == Outcome::Kind::Completed)
+    outcome = Outcome{Outcome::Kind::Cancelled, {}, "the server is shutting down", outcome.queue_ms,
+                      outcome.complete_ms};
+  if (run && cancelled) {
+    ++counters_.stopped_runs;
+    const auto wasted = static_cast<uint64_t>(std::max(0, outcome.result.steps_after_cancel));
+    counters_.steps_after_cancel += wasted;
+    counters_.max_steps_after_cancel = std::max(counters_.max_steps_after_cancel, wasted);
+  }
+  if (job->internal) {
+    if (!cancelled && outcome.kind == Outcome::Kind::Completed) ++counters_.prefetch_finished;
+    else if (cancelled) ++counters_.prefetch_preempted;
+    return;
+  }
+  if (outcome.kind == Outcome::Kind::Failed) {
+    ++counters_.failed;
+  } else if (!cancelled) {
+    if (job->kept) ++counters_.kept_finished;
+    else ++counters_.completed;
+  }
+  const bool idle_next = run && !cancelled && outcome.kind == Outcome::Kind::Completed &&
+                         queue_.empty() && !stopping_;
+  lock.unlock();
+  // A job cancelled meanwhile was already answered on the I/O thread; finish() ignores it.
+  CompletionResult result = outcome.result;
+  post_([this, job, outcome = std::move(outcome)]() mutable { finish(job, std::move(outcome)); });
+  std::optional<CompletionRequest> next;
+  if (idle_next) {
+    try {
+      next = completer_.follow_up(job->request, result);
+    } catch (const std::exception&) {
+      next.reset();
+    }
+  }
+  lock.lock();
+  if (next && queue_.empty() && !stopping_) {
+    auto prefetch = std::make_shared<Job>();
+    prefetch->document_key = job->document_key;
+    prefetch->request = std::move(*next);
+    prefetch->internal = true;
+    prefetch->submitted_at = prefetch->ready_at = Clock::now();
+    queue_.push_back(std::move(prefetch));
+    ++counters_.prefetch_started;
+  }
+}
+
 void Scheduler::engine_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -136,30 +286,7 @@ void Scheduler::engine_loop() {
       continue;
     }
     queue_.pop_front();
-    lock.unlock();
-
-    Outcome outcome{Outcome::Kind::Completed, {}, {}};
-    auto started = Clock::now();
-    outcome.queue_ms = ms_between(job->submitted_at, started);
-    if (!job->token.cancelled()) {
-      try {
-        outcome.result = completer_.complete(job->request, job->token);
-      } catch (const std::exception& e) {
-        outcome.kind = Outcome::Kind::Failed;
-        outcome.error = e.what();
-      }
-    }
-    outcome.complete_ms = ms_between(started, Clock::now());
-    lock.lock();
-    if (outcome.kind == Outcome::Kind::Failed) {
-      ++counters_.failed;
-    } else if (!job->token.cancelled()) {
-      ++counters_.completed;
-    }
-    lock.unlock();
-    // A job cancelled meanwhile was already answered on the I/O thread; finish() ignores it.
-    post_([this, job, outcome = std::move(outcome)]() mutable { finish(job, std::move(outcome)); });
-    lock.lock();
+    run_job(job, lock);
   }
 }
 

@@ -2,6 +2,14 @@
 // document supersedes the older one, cancellation answers at once, a short debounce lets a
 // burst of keystrokes collapse into one request, and one job runs at a time on the engine
 // thread. Every submitted job gets exactly one outcome, delivered through `post`.
+//
+// Work is not thrown away while it is still useful. When the user types at the cursor of a
+// running job, its request is answered as cancelled but the work goes on (it is "kept"), and
+// the next request that continues it runs right after it, where the completer can answer from
+// what it produced (Completer::recall) instead of starting over. A request the completer can
+// answer from memory is answered at once on the I/O thread. When the engine would idle after a
+// completion, it computes the completer's follow-up (prefetch); any real request preempts it.
+// Work that is no longer useful is cancelled through its token and stops within a step.
 #pragma once
 
 #include <chrono>
@@ -12,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -31,6 +40,14 @@ struct Outcome {
 struct SchedulerCounters {
   uint64_t submitted = 0, completed = 0, failed = 0;
   uint64_t cancelled_by_client = 0, superseded = 0, invalidated_by_edit = 0, dropped = 0;
+  uint64_t completer_calls = 0;     // complete() invoked (prefetch included)
+  uint64_t answered_from_memory = 0;  // answered on the I/O thread by Completer::recall
+  uint64_t kept_running = 0;        // answered as cancelled, work kept because the user typed on
+  uint64_t kept_finished = 0;       // kept work that ran to its end
+  uint64_t prefetch_started = 0, prefetch_finished = 0, prefetch_preempted = 0;
+  uint64_t stopped_runs = 0;        // runs whose token was cancelled while the completer ran
+  uint64_t steps_after_cancel = 0;  // model steps those runs finished after the cancel (total)
+  uint64_t max_steps_after_cancel = 0;
 };
 
 class Scheduler {
@@ -56,10 +73,16 @@ class Scheduler {
   }
   // I/O thread only. Unknown or finished ids are ignored. Returns whether a job was cancelled.
   bool cancel(JobId id, CancelReason reason);
-  // I/O thread only: cancels the job of a document (an edit made its position stale).
+  // I/O thread only: cancels the job of a document and any work still running for it (the
+  // document was closed).
   void cancel_document(const std::string& document_key, CancelReason reason);
+  // I/O thread only: the document now has `text`. Its pending job is answered as cancelled;
+  // running work whose request `text` continues (the user typed at its cursor) is kept, other
+  // work for the document is stopped.
+  void document_changed(const std::string& document_key, std::string_view text);
 
-  // Stops the engine thread after the running job; pending jobs are cancelled.
+  // Stops the engine thread: the running job (which stops within a step) and pending jobs are
+  // cancelled.
   void stop();
 
   SchedulerCounters counters() const;
@@ -72,6 +95,11 @@ class Scheduler {
   struct Job;
   void engine_loop();
   void finish(const std::shared_ptr<Job>& job, Outcome outcome);
+  // Answers a running job as cancelled but lets its work go on.
+  void keep_running(const std::shared_ptr<Job>& job, CancelReason reason);
+  void count_cancel(CancelReason reason);
+  std::shared_ptr<Job> running() const;
+  void run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::mutex>& lock);
 
   Completer& completer_;
   Post post_;
@@ -87,6 +115,7 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::shared_ptr<Job> running_;  // the job inside the completer, if any
   bool stopping_ = false;
   SchedulerCounters counters_;
   std::thread engine_thread_;

@@ -387,7 +387,6 @@ void Session::on_did_change(const json& params) {
     log_to_client(1, "didChange for " + uri + ", which is not open; change ignored");
     return;
   }
-  scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
   // Copy on write: a running request may still hold the previous text.
   auto updated = it->second.use_count() > 1 ? std::make_shared<TextDocument>(*it->second) : it->second;
   for (const auto& change : changes) {
@@ -399,11 +398,14 @@ void Session::on_did_change(const json& params) {
       log_to_client(1, "didChange for " + uri + " has a range outside the document (" +
                            to_json(*range).dump() + ", " + std::to_string(updated->line_count()) +
                            " lines); the whole change was ignored. Reopen the file to resync.");
+      scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
       return;
     }
   }
   updated->set_version(version);
   it->second = std::move(updated);
+  // Answers the document's pending request; work the user is typing through is kept.
+  scheduler_.document_changed(document_key(uri), it->second->text());
 }
 
 void Session::on_did_save(const json& params) {
@@ -558,7 +560,9 @@ void Session::on_stats(const json& id, const json&) {
   auto c = scheduler_.counters();
   json recent = json::array();
   for (const auto& r : scheduler_.recent_stats()) recent.push_back(json::parse(r));
+  auto counters = json::parse(completer_.counters_json(), nullptr, false);
   reply(id, {{"completer", completer_.describe()},
+             {"completerCounters", counters.is_object() ? counters : json::object()},
              {"recent", std::move(recent)},
              {"scheduler",
               {{"submitted", c.submitted},
@@ -567,7 +571,17 @@ void Session::on_stats(const json& id, const json&) {
                {"cancelledByClient", c.cancelled_by_client},
                {"superseded", c.superseded},
                {"invalidatedByEdit", c.invalidated_by_edit},
-               {"dropped", c.dropped}}},
+               {"dropped", c.dropped},
+               {"completerCalls", c.completer_calls},
+               {"answeredFromMemory", c.answered_from_memory},
+               {"keptRunning", c.kept_running},
+               {"keptFinished", c.kept_finished},
+               {"prefetchStarted", c.prefetch_started},
+               {"prefetchFinished", c.prefetch_finished},
+               {"prefetchPreempted", c.prefetch_preempted},
+               {"stoppedRuns", c.stopped_runs},
+               {"stepsAfterCancel", c.steps_after_cancel},
+               {"maxStepsAfterCancel", c.max_steps_after_cancel}}},
              {"session", {{"documents", documents_.size()}, {"positionEncoding", to_string(encoding_)}}}});
 }
 

@@ -156,5 +156,189 @@ TEST(Scheduler, StopAnswersLaterSubmissions) {
   EXPECT_EQ(outcome->kind, Outcome::Kind::Cancelled);
 }
 
+// A completer that remembers what it made, like the daemon's: it completes "ab|" with "cde" after
+// `steps` steps, and answers a request that types through its last completion from memory.
+class RememberingCompleter : public Completer {
+ public:
+  explicit RememberingCompleter(int steps, bool prefetch = false) : steps_(steps), prefetch_(prefetch) {}
+  CompletionResult complete(const CompletionRequest& r, const CancelToken& cancel) override {
+    if (auto recalled = recall(r)) return *recalled;
+    ++calls;
+    for (int i = 0; i < steps_; ++i) {
+      if (cancel.cancelled()) return {};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ++steps;
+    }
+    std::lock_guard lock(mutex_);
+    last_ = r;
+    has_last_ = true;
+    return {"cde", r.cursor, r.cursor, {}};
+  }
+  std::optional<CompletionResult> recall(const CompletionRequest& r) override {
+    std::lock_guard lock(mutex_);
+    if (!has_last_ || !continues(last_, r)) return std::nullopt;
+    auto typed = *typed_at_cursor(last_, r.text);
+    if (typed.size() >= 3 || std::string_view("cde").substr(0, typed.size()) != typed) return std::nullopt;
+    ++recalled;
+    return CompletionResult{std::string("cde").substr(typed.size()), r.cursor, r.cursor, {}};
+  }
+  std::optional<CompletionRequest> follow_up(const CompletionRequest& r, const CompletionResult& result) override {
+    if (!prefetch_) return std::nullopt;
+    CompletionRequest next = r;
+    next.text.insert(r.cursor, result.insert_text);
+    next.cursor += result.insert_text.size();
+    return next;
+  }
+  std::string describe() const override { return "remembering"; }
+  std::atomic<int> calls{0}, steps{0}, recalled{0};
+
+ private:
+  int steps_;
+  bool prefetch_;
+  std::mutex mutex_;
+  CompletionRequest last_;
+  bool has_last_ = false;
+};
+
+CompletionRequest at(std::string text, size_t cursor) {
+  CompletionRequest r;
+  r.uri = "file:///a";
+  r.text = std::move(text);
+  r.cursor = cursor;
+  return r;
+}
+
+void wait_for(const std::function<bool()>& done) {
+  while (!done()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(Scheduler, TypingAtTheCursorKeepsTheRunningWorkForTheNextRequest) {
+  FakeIoThread io;
+  RememberingCompleter completer(40);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first, second;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  wait_for([&] { return completer.steps.load() > 0; });
+  s.document_changed("doc", "abc");  // the user typed "c" at the cursor
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->kind, Outcome::Kind::Cancelled);  // the client asked for "ab|": it is told no
+  s.submit("doc", at("abc", 3), [&](Outcome o) { second = o; });
+  ASSERT_TRUE(io.run_until([&] { return second.has_value(); }));
+  ASSERT_EQ(second->kind, Outcome::Kind::Completed);
+  EXPECT_EQ(second->result.insert_text, "de");
+  // One model run, carried to its end, served the second request.
+  EXPECT_EQ(completer.calls.load(), 1);
+  EXPECT_EQ(completer.steps.load(), 40);
+  auto c = s.counters();
+  EXPECT_EQ(c.kept_running, 1u);
+  EXPECT_EQ(c.kept_finished, 1u);
+  EXPECT_EQ(c.stopped_runs, 0u);
+}
+
+TEST(Scheduler, AnEditThatIsNotTypingAtTheCursorStopsTheWork) {
+  FakeIoThread io;
+  RememberingCompleter completer(100000);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  wait_for([&] { return completer.steps.load() > 0; });
+  s.document_changed("doc", "xab");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->kind, Outcome::Kind::Cancelled);
+  wait_for([&] { return s.counters().stopped_runs == 1; });
+  EXPECT_EQ(s.counters().kept_running, 0u);
+  EXPECT_EQ(s.counters().invalidated_by_edit, 1u);
+}
+
+TEST(Scheduler, KeptWorkStopsWhenTheNextRequestDoesNotContinueIt) {
+  FakeIoThread io;
+  RememberingCompleter completer(100000);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first, second;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  wait_for([&] { return completer.steps.load() > 0; });
+  s.document_changed("doc", "abc");
+  EXPECT_EQ(s.counters().kept_running, 1u);
+  s.submit("doc", at("abc", 0), [&](Outcome o) { second = o; });  // the cursor moved away
+  wait_for([&] { return s.counters().stopped_runs == 1; });
+  EXPECT_FALSE(first->kind == Outcome::Kind::Completed);
+}
+
+TEST(Scheduler, RecalledCompletionsAreAnsweredAtOnceWithoutTheCompleter) {
+  FakeIoThread io;
+  RememberingCompleter completer(1);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(50));
+  std::optional<Outcome> first, second;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  ASSERT_TRUE(io.run_until([&] { return first.has_value(); }));
+  s.submit("doc", at("abcd", 4), [&](Outcome o) { second = o; });
+  ASSERT_TRUE(second);  // answered inside submit: no debounce, no queue, no model
+  EXPECT_EQ(second->result.insert_text, "e");
+  EXPECT_EQ(completer.calls.load(), 1);
+  EXPECT_EQ(s.counters().answered_from_memory, 1u);
+}
+
+TEST(Scheduler, CancelledRunsAreNotFollowedUp) {
+  FakeIoThread io;
+  RememberingCompleter completer(100000, /*prefetch=*/true);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first;
+  auto id = s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  wait_for([&] { return completer.steps.load() > 2; });
+  s.cancel(id, Scheduler::CancelReason::Client);
+  wait_for([&] { return s.counters().stopped_runs == 1; });
+  EXPECT_EQ(s.counters().prefetch_started, 0u);
+  EXPECT_EQ(first->kind, Outcome::Kind::Cancelled);
+}
+
+TEST(Scheduler, PrefetchIsPreemptedByARealRequest) {
+  FakeIoThread io;
+  // 30 steps for a completion; the follow-up (the state after accepting "cde") runs when idle.
+  RememberingCompleter completer(30, /*prefetch=*/true);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first, other;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  ASSERT_TRUE(io.run_until([&] { return first.has_value(); }));
+  wait_for([&] { return completer.calls.load() == 2; });  // the prefetch started
+  EXPECT_EQ(s.counters().prefetch_started, 1u);
+  s.submit("other", at("x", 1), [&](Outcome o) { other = o; });
+  ASSERT_TRUE(io.run_until([&] { return other.has_value(); }));
+  EXPECT_EQ(other->kind, Outcome::Kind::Completed);
+  auto c = s.counters();
+  EXPECT_EQ(c.prefetch_preempted, 1u);
+  EXPECT_EQ(c.prefetch_finished, 0u);
+  // The preempted prefetch stopped early: fewer than its 30 steps ran.
+  EXPECT_LT(completer.steps.load(), 30 + 30 + 30);
+}
+
+TEST(Scheduler, AcceptingACompletionFindsThePrefetchedOneReady) {
+  FakeIoThread io;
+  RememberingCompleter completer(5, /*prefetch=*/true);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first, second;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  ASSERT_TRUE(io.run_until([&] { return first.has_value(); }));
+  wait_for([&] { return s.counters().prefetch_finished == 1; });
+  // The user accepted "cde": the prefetch computed "abcde|" already.
+  s.submit("doc", at("abcde", 5), [&](Outcome o) { second = o; });
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->result.insert_text, "cde");
+  EXPECT_EQ(completer.calls.load(), 2);
+}
+
+TEST(Typing, TypedAtCursor) {
+  CompletionRequest r = at("hello world", 5);
+  EXPECT_EQ(typed_at_cursor(r, "hello, world"), ",");
+  EXPECT_EQ(typed_at_cursor(r, "hello world"), "");
+  EXPECT_FALSE(typed_at_cursor(r, "hello worl"));
+  EXPECT_FALSE(typed_at_cursor(r, "hellO, world"));
+  EXPECT_FALSE(typed_at_cursor(r, "hello, world!"));
+  EXPECT_TRUE(continues(r, at("hello, world", 6)));
+  EXPECT_FALSE(continues(r, at("hello, world", 5)));
+  CompletionRequest other = at("hello, world", 6);
+  other.uri = "file:///b";
+  EXPECT_FALSE(continues(r, other));
+}
+
 }  // namespace
 }  // namespace ghostline::lsp
