@@ -11,6 +11,7 @@
 #include "daemon/cli_args.h"
 #include "daemon/completion_service.h"
 #include "daemon/logging.h"
+#include "daemon/memo_completer.h"
 #include "daemon/scripted_completer.h"
 #include "lsp/recorder.h"
 #include "lsp/transport.h"
@@ -19,7 +20,7 @@ namespace ghostline::daemon {
 
 int serve_main(std::span<char* const> args) {
   std::string listen, log_level = "info", log_file, record, auth_token;
-  bool stdio = false, allow_remote = false;
+  bool stdio = false, allow_remote = false, no_prefetch = false;
   int max_message_mib = 16, scripted_steps = -1;
   lsp::ServerOptions server;
   EngineOptions engine;
@@ -46,6 +47,8 @@ int serve_main(std::span<char* const> args) {
   p.option("--record", "FILE", "append every incoming message, timestamped, as JSON lines", &record);
   p.option("--scripted-completer", "STEPS",
            "answer without a model, after STEPS 1 ms steps (for protocol tests; -1: off)", &scripted_steps);
+  p.flag("--no-prefetch", "do not compute the next completion in idle time after one is shown",
+         &no_prefetch);
   if (auto exit = p.parse(args)) return *exit;
 
   try {
@@ -95,6 +98,8 @@ int serve_main(std::span<char* const> args) {
     } else {
       completer = make_completion_service(engine);
     }
+    // Typing through a completion is answered from memory; accepting one finds the next ready.
+    completer = std::make_unique<MemoCompleter>(std::move(completer), !no_prefetch);
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     std::fprintf(stderr, "ghostline serve: %s\n", e.what());
