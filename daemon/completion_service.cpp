@@ -52,6 +52,83 @@ class PoolRefcounts : public cache::BlockRefcounts {
   engine::KvBlockPool& pool_;
 };
 
+// One model with its own KV pool, generator and radix tree (the target and the draft each have
+// one). Runs on the engine thread only.
+struct ModelSlot {
+  std::unique_ptr<engine::Model> model;
+  std::unique_ptr<engine::KvBlockPool> pool;
+  std::unique_ptr<engine::Generator> generator;
+  std::unique_ptr<PoolRefcounts> refs;
+  std::unique_ptr<cache::PrefixCache> cache;
+  double prefill_tokens_per_ms = 0;  // running estimate, to bound prefill by the deadline
+
+  ModelSlot(const std::string& path, size_t kv_bytes, int threads) {
+    model = engine::Model::load(path);
+    for (const auto& w : model->warnings()) spdlog::warn("{}", w);
+    const auto& cfg = model->config();
+    pool = std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim, kv_bytes);
+    // Measure prefill speed once, then size prefill chunks so that one costs a few
+    // milliseconds: cancellation and the deadline are checked between chunks.
+    prefill_tokens_per_ms = measure_prefill(threads);
+    int chunk = std::clamp(static_cast<int>(prefill_tokens_per_ms * kChunkMs), 8, 64);
+    generator = std::make_unique<engine::Generator>(
+        *model, *pool, engine::GeneratorOptions{.threads = threads, .chunk_tokens = chunk});
+    // The tree may fill the pool but for the blocks one request needs at most.
+    int request_blocks = (model->n_ctx() + engine::KvBlockPool::kBlockTokens - 1) / engine::KvBlockPool::kBlockTokens + 1;
+    size_t cache_blocks = static_cast<size_t>(std::max(1, pool->capacity() - request_blocks));
+    refs = std::make_unique<PoolRefcounts>(*pool);
+    cache = std::make_unique<cache::PrefixCache>(*refs, engine::KvBlockPool::kBlockTokens, cache_blocks);
+    pool->set_reclaim_hook([this](int wanted) { return cache->evict(static_cast<size_t>(wanted)) > 0; });
+  }
+  ~ModelSlot() { cache.reset(); }
+
+  static constexpr double kChunkMs = 5.0;
+
+  // Tokens per millisecond of a 64-token prefill (which also pages the weights in).
+  double measure_prefill(int threads) {
+    engine::Generator warm(*model, *pool, {.threads = threads, .chunk_tokens = 64});
+    const int n = std::min(64, model->n_ctx() / 2);
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) ids[size_t(i)] = (i * 97 + 7) % model->config().n_vocab;
+    engine::KvSequence seq;
+    auto start = Clock::now();
+    warm.forward(seq, ids, engine::LogitsRequest::last());
+    double ms = std::max(0.01, ms_since(start));
+    pool->release(seq);
+    return n / ms;
+  }
+
+  void update_prefill_rate(const engine::GenerateResult& r) {
+    if (r.prefilled_tokens < 16 || r.prefill_ms <= 0) return;
+    prefill_tokens_per_ms = 0.7 * prefill_tokens_per_ms + 0.3 * (r.prefilled_tokens / r.prefill_ms);
+  }
+
+  // The longest cached prefix of `tokens` but their last token (whose logits are needed), as a
+  // sequence holding its own references.
+  engine::KvSequence take(const cache::PrefixCache::Match& match) {
+    engine::KvSequence seq;
+    for (cache::BlockId b : match.blocks) {
+      pool->retain(b);
+      seq.blocks.push_back(b);
+    }
+    seq.n_tokens = match.tokens;
+    return seq;
+  }
+  cache::PrefixCache::Match match(std::span<const int32_t> prompt, bool use_cache) {
+    return use_cache ? cache->match(prompt.first(prompt.size() - 1)) : cache::PrefixCache::Match{};
+  }
+  // Gives the sequence's KV to the tree (what it holds is valid whatever stopped the request,
+  // even a cancel: the next keystroke starts from it) and releases the sequence.
+  void keep(std::span<const int32_t> prompt, std::span<const int32_t> generated, engine::KvSequence& seq,
+            bool use_cache) {
+    std::vector<int32_t> computed(prompt.begin(), prompt.end());
+    computed.insert(computed.end(), generated.begin(), generated.end());
+    computed.resize(std::min<size_t>(computed.size(), size_t(seq.n_tokens)));
+    if (use_cache) cache->insert(computed, seq.blocks);
+    pool->release(seq);
+  }
+};
+
 // The model behind the LSP server. Runs on the engine thread only. The KV of every prompt and
 // completion goes into a radix prefix cache, so a keystroke prefills only the tokens after the
 // longest cached prefix, also across documents that share context.
@@ -60,32 +137,21 @@ class EngineCompleter : public lsp::Completer {
   EngineCompleter(const EngineOptions& options, const std::string& path)
       : options_(options), path_(path) {
     auto start = Clock::now();
-    model_ = engine::Model::load(path);
-    for (const auto& w : model_->warnings()) spdlog::warn("{}", w);
-    const auto& cfg = model_->config();
-    pool_ = std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim,
-                                                  static_cast<size_t>(options.kv_mib) << 20);
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    generator_ = std::make_unique<engine::Generator>(*model_, *pool_, engine::GeneratorOptions{.threads = threads});
-    // The tree may fill the pool but for the blocks one request needs at most.
-    int request_blocks = (model_->n_ctx() + engine::KvBlockPool::kBlockTokens - 1) / engine::KvBlockPool::kBlockTokens + 1;
-    size_t cache_blocks = static_cast<size_t>(std::max(1, pool_->capacity() - request_blocks));
-    refs_ = std::make_unique<PoolRefcounts>(*pool_);
-    cache_ = std::make_unique<cache::PrefixCache>(*refs_, engine::KvBlockPool::kBlockTokens, cache_blocks);
-    pool_->set_reclaim_hook([this](int wanted) { return cache_->evict(static_cast<size_t>(wanted)) > 0; });
-    FimTokens fim = fim_tokens(model_->tokenizer());
+    target_ = std::make_unique<ModelSlot>(path, static_cast<size_t>(options.kv_mib) << 20, threads);
+    const engine::Model& model = *target_->model;
+    FimTokens fim = fim_tokens(model.tokenizer());
     // SPM prompts change only at their end while the user types, so every keystroke reuses
     // the cached suffix; use them whenever the model was trained on them.
-    const auto& file = model_->file();
-    FimMode mode = file.has("ghostline.fim.spm_template") ? FimMode::Spm : FimMode::Psm;
-    prompts_ = std::make_unique<PromptAssembler>(model_->tokenizer(), std::move(fim), mode);
+    FimMode mode = model.file().has("ghostline.fim.spm_template") ? FimMode::Spm : FimMode::Psm;
+    prompts_ = std::make_unique<PromptAssembler>(model.tokenizer(), std::move(fim), mode);
     mode_ = prompts_->mode();
-    spdlog::info("loaded {} ({} parameters, {} threads, {} prompts) in {:.0f} ms", path,
-                 model_->n_params(), threads, fim_mode_name(mode_), ms_since(start));
+    spdlog::info("loaded {} ({} parameters, {} threads, {} prompts, prefill {:.0f} tokens/s in chunks of {}) in {:.0f} ms",
+                 path, model.n_params(), threads, fim_mode_name(mode_), target_->prefill_tokens_per_ms * 1000,
+                 target_->generator->options().chunk_tokens, ms_since(start));
   }
 
-  ~EngineCompleter() override { cache_.reset(); }
 
   std::string describe() const override {
     return path_ + " (" + fim_mode_name(mode_) + ")";
@@ -96,26 +162,38 @@ class EngineCompleter : public lsp::Completer {
     auto start = Clock::now();
     int deadline_ms = request.deadline_ms > 0 ? request.deadline_ms : options_.deadline_ms;
     int max_tokens = request.max_tokens > 0 ? request.max_tokens : options_.max_tokens;
-    const auto& tokenizer = model_->tokenizer();
+    ModelSlot& target = *target_;
+    const auto& tokenizer = target.model->tokenizer();
+    const bool use_cache = !options_.no_prefix_cache;
 
     PromptLimits limits;
-    int room = model_->n_ctx() - max_tokens - 8;
+    int room = target.model->n_ctx() - max_tokens - 8;
     limits.max_prefix_tokens = std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens));
     Prompt prompt = prompts_->build(request.text, request.cursor, limits);
+    auto match = target.match(prompt.tokens, use_cache);
+
+    // A long uncached prompt would miss the deadline in prefill alone: keep the part of the
+    // prefix that the measured prefill speed allows in its share of the budget.
+    const double prefill_budget_ms = deadline_ms * kPrefillShare - ms_since(start);
+    const int budget_tokens = std::max(kMinPrefillTokens, static_cast<int>(prefill_budget_ms * target.prefill_tokens_per_ms));
+    const int full_prompt_tokens = static_cast<int>(prompt.tokens.size());
+    bool prefill_bounded = false;
+    for (int tries = 0; tries < 3; ++tries) {
+      const int uncached = static_cast<int>(prompt.tokens.size()) - match.tokens;
+      if (uncached <= budget_tokens) break;
+      const int keep_prefix = std::max(kMinPrefillTokens, prompt.prefix_tokens - (uncached - budget_tokens));
+      if (keep_prefix >= prompt.prefix_tokens) break;
+      limits.max_prefix_tokens = keep_prefix;
+      prompt = prompts_->build(request.text, request.cursor, limits);
+      match = target.match(prompt.tokens, use_cache);
+      prefill_bounded = true;
+    }
     double prompt_ms = ms_since(start);
 
     // Start from the longest cached prefix; the last prompt token is always run again so that
     // its logits exist.
-    auto match = options_.no_prefix_cache
-                     ? cache::PrefixCache::Match{}
-                     : cache_->match(std::span<const int32_t>(prompt.tokens).first(prompt.tokens.size() - 1));
-    auto lock = cache_->lock(match);
-    engine::KvSequence seq;
-    for (cache::BlockId b : match.blocks) {
-      pool_->retain(b);
-      seq.blocks.push_back(b);
-    }
-    seq.n_tokens = match.tokens;
+    auto lock = target.cache->lock(match);
+    engine::KvSequence seq = target.take(match);
 
     CompletionShape shape = shape_at(request.text, request.cursor);
     engine::GenerateOptions gen;
@@ -128,25 +206,22 @@ class EngineCompleter : public lsp::Completer {
     };
     engine::GenerateResult r;
     try {
-      r = generator_->generate(seq, prompt.tokens, gen);
+      r = target.generator->generate(seq, prompt.tokens, gen);
     } catch (...) {
-      pool_->release(seq);
+      target.pool->release(seq);
       throw;
     }
-    // What the sequence holds is valid KV whatever stopped the request (even a cancel): keep it
-    // for the next keystroke.
-    std::vector<int32_t> computed = prompt.tokens;
-    computed.insert(computed.end(), r.tokens.begin(), r.tokens.end());
-    computed.resize(std::min<size_t>(computed.size(), seq.n_tokens));
-    if (!options_.no_prefix_cache) cache_->insert(computed, seq.blocks);
+    target.keep(prompt.tokens, r.tokens, seq, use_cache);
     lock.reset();
-    pool_->release(seq);
+    target.update_prefill_rate(r);
 
     lsp::CompletionResult result;
     std::vector<int32_t> visible;
     for (int32_t t : r.tokens)
       if (!tokenizer.is_control(t)) visible.push_back(t);
-    result.insert_text = finish_completion(shape, tokenizer.decode_continuation(visible));
+    const bool cut_short = r.reason == engine::StopReason::Deadline || r.reason == engine::StopReason::MaxTokens ||
+                           r.reason == engine::StopReason::ContextFull;
+    result.insert_text = finish_completion(shape, tokenizer.decode_continuation(visible), cut_short);
     result.replace_begin = result.replace_end = request.cursor;
     nlohmann::json stats = {
         {"promptTokens", r.prompt_tokens},     {"matchedTokens", r.reused_tokens},
@@ -157,8 +232,11 @@ class EngineCompleter : public lsp::Completer {
         {"promptMs", prompt_ms},               {"prefillMs", r.prefill_ms},
         {"decodeMs", r.decode_ms},             {"totalMs", ms_since(start)},
     };
-    auto cs = cache_->stats();
-    auto ps = pool_->stats();
+    if (prefill_bounded)
+      stats["prefillBound"] = {{"budgetTokens", budget_tokens},
+                               {"droppedPromptTokens", full_prompt_tokens - static_cast<int>(prompt.tokens.size())}};
+    auto cs = target.cache->stats();
+    auto ps = target.pool->stats();
     stats["cache"] = {{"hitRate", cs.hit_rate()}, {"blocks", cs.blocks}, {"evictedBlocks", cs.evicted_blocks},
                       {"poolBlocksUsed", ps.blocks_used}, {"poolBlocksFree", ps.blocks_free},
                       {"poolBytesUsed", ps.bytes_used}};
@@ -167,16 +245,16 @@ class EngineCompleter : public lsp::Completer {
     return result;
   }
 
+  // Prefill of an uncached prompt may use this share of the deadline; decoding gets the rest.
+  static constexpr double kPrefillShare = 0.6;
+  static constexpr int kMinPrefillTokens = 64;
+
  private:
   EngineOptions options_;
   std::string path_;
-  std::unique_ptr<engine::Model> model_;
-  std::unique_ptr<engine::KvBlockPool> pool_;
-  std::unique_ptr<engine::Generator> generator_;
+  std::unique_ptr<ModelSlot> target_;
   std::unique_ptr<PromptAssembler> prompts_;
   FimMode mode_ = FimMode::Psm;
-  std::unique_ptr<PoolRefcounts> refs_;
-  std::unique_ptr<cache::PrefixCache> cache_;
 };
 
 }  // namespace

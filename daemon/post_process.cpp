@@ -42,6 +42,24 @@ size_t stop_point(const CompletionShape& shape, std::string_view g) {
   }
 }
 
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         (static_cast<unsigned char>(c) & 0x80);
+}
+
+// The end of an interrupted generation at a clean boundary: after the last line break of a
+// block, or before a trailing word that may be incomplete (kept when it is all there is).
+std::string_view clean_end(const CompletionShape& shape, std::string_view g) {
+  if (!shape.single_line) {
+    size_t nl = g.rfind('\n');
+    if (nl != std::string_view::npos && !blank(g.substr(0, nl))) return g.substr(0, nl);
+  }
+  size_t end = g.size();
+  while (end > 0 && word_char(g[end - 1])) --end;
+  if (end == g.size() || blank(g.substr(0, end))) return g;
+  return g.substr(0, end);
+}
+
 }  // namespace
 
 CompletionShape shape_at(std::string_view text, size_t cursor) {
@@ -60,8 +78,10 @@ bool should_stop(const CompletionShape& shape, std::string_view generated) {
   return stop_point(shape, generated) < generated.size();
 }
 
-std::string finish_completion(const CompletionShape& shape, std::string_view generated) {
-  std::string_view g = whole_characters(generated.substr(0, stop_point(shape, generated)));
+std::string finish_completion(const CompletionShape& shape, std::string_view generated, bool cut_short) {
+  const size_t stop = stop_point(shape, generated);
+  std::string_view g = whole_characters(generated.substr(0, stop));
+  if (cut_short && stop == generated.size()) g = clean_end(shape, g);
   g = trim_right(g);
   // The model often re-types what already follows the cursor (a closing bracket, the rest of
   // a line): the editor shows that text already, so drop it from the end of the completion.

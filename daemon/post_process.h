@@ -20,7 +20,10 @@ CompletionShape shape_at(std::string_view text, size_t cursor);
 bool should_stop(const CompletionShape& shape, std::string_view generated);
 
 // The text to show: cut at the stop point, without an incomplete UTF-8 tail, without trailing
-// whitespace, and without the part that repeats the text already after the cursor.
-std::string finish_completion(const CompletionShape& shape, std::string_view generated);
+// whitespace, and without the part that repeats the text already after the cursor. When the
+// generation was cut short (deadline, token limit) before a stop point, its end is cut back to
+// a clean boundary: the last whole line of a block, or the end of the last whole word.
+std::string finish_completion(const CompletionShape& shape, std::string_view generated,
+                              bool cut_short = false);
 
 }  // namespace ghostline::daemon

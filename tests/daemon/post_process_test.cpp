@@ -56,5 +56,18 @@ TEST(FinishCompletion, DropsAnIncompleteUtf8Tail) {
   EXPECT_EQ(finish_completion(shape, "x\xF0\x9F\x98"), "x");
 }
 
+TEST(FinishCompletion, CutShortEndsAtACleanBoundary) {
+  auto line = shape_at("x = ", 4);
+  EXPECT_EQ(finish_completion(line, "compute(alpha, bet", true), "compute(alpha,");
+  EXPECT_EQ(finish_completion(line, "compute(alpha, bet", false), "compute(alpha, bet");
+  EXPECT_EQ(finish_completion(line, "compute", true), "compute");  // a lone word is kept
+  EXPECT_EQ(finish_completion(line, "f(x)\ny = 2", true), "f(x)");  // it reached its stop
+  auto block = shape_at("def f():\n    \n", 13);
+  ASSERT_FALSE(block.single_line);
+  EXPECT_EQ(finish_completion(block, "a = 1\n    b = com", true), "a = 1");
+  EXPECT_EQ(finish_completion(block, "a = 1\n    b = com", false), "a = 1\n    b = com");
+  EXPECT_EQ(finish_completion(block, "a = fo", true), "a =");
+}
+
 }  // namespace
 }  // namespace ghostline::daemon

@@ -51,6 +51,26 @@ def test_completes_and_reuses_kv_across_keystrokes():
         d.kill()
 
 
+def test_prefill_of_a_long_uncached_prompt_is_bounded_by_the_deadline():
+    # With a 1 ms deadline the prefill budget is the minimum of 64 tokens whatever the speed of
+    # the machine: the prefix is cut to fit rather than the deadline missed, and stats say so.
+    d = DaemonProcess(BINARY, ["--model", MODEL, "--threads", "2", "--deadline-ms", "1", "--no-prefetch"])
+    try:
+        d.initialize()
+        text = "".join(f"def f{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(150)) + "def g(y):\n    return "
+        lines = text.split("\n")
+        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///long.py", "languageId": "python",
+                                                           "version": 1, "text": text}})
+        r = complete(d, "file:///long.py", len(lines) - 1, len(lines[-1]))
+        assert "items" in r["result"], r
+        stats = d.response(d.request("ghostline/stats", None))["result"]["recent"][-1]
+        assert "prefillBound" in stats, stats
+        assert stats["prefillBound"]["droppedPromptTokens"] > 0, stats
+        assert stats["prefilledTokens"] <= 64 + 16, stats
+    finally:
+        d.kill()
+
+
 def test_without_a_model_it_says_so():
     env_dir = os.environ.get("GHOSTLINE_MODEL_DIR")
     os.environ["GHOSTLINE_MODEL_DIR"] = "/nonexistent-ghostline-models"
