@@ -70,6 +70,12 @@ class Replayer {
   void run(const Session& s, int index, int count);
 
   void shutdown() {
+    // The daemon's own counters: work stopped by cancellation, answers from memory, prefetch.
+    json stats = call("ghostline/stats", nullptr);
+    if (stats.contains("result") && stats["result"].is_object()) {
+      report_.settings["daemonScheduler"] = stats["result"].value("scheduler", json::object());
+      report_.settings["daemonCompleter"] = stats["result"].value("completerCounters", json::object());
+    }
     call("shutdown", nullptr);
     conn_.send(lsp::make_notification("exit", nullptr));
   }

@@ -333,6 +333,17 @@ std::string format_table(const ReplayReport& report) {
       all.shown, all.would_accept, pct(all.would_accept, all.shown).c_str(), all.accepted_full,
       all.accepted_line, all.accepted_word, all.saved);
   out << line;
+  if (auto sched = report.settings.find("daemonScheduler");
+      sched != report.settings.end() && sched->is_object() && sched->contains("stoppedRuns")) {
+    auto n = [&](const char* key) { return sched->value(key, 0); };
+    std::snprintf(line, sizeof line,
+                  "daemon: %d runs stopped by cancellation, %d model steps finished after the cancel "
+                  "(at most %d in one run); answered from memory %d; kept while typed through %d; "
+                  "prefetch started %d, finished %d, preempted %d\n",
+                  n("stoppedRuns"), n("stepsAfterCancel"), n("maxStepsAfterCancel"), n("answeredFromMemory"),
+                  n("keptRunning"), n("prefetchStarted"), n("prefetchFinished"), n("prefetchPreempted"));
+    out << line;
+  }
   out << "speculative acceptance: "
       << (all.has_speculation && all.draft_tokens > 0
               ? pct(all.accepted_draft_tokens, all.draft_tokens)
