@@ -101,34 +101,28 @@ bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, Logits
     backend_->forward(batch, out);
     seq.n_tokens += e - s;
   }
+  if (n > 0) ++forward_calls_;
   n_logits_ = request.last_n;
   return true;
 }
 
-GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> prompt,
-                                   const GenerateOptions& options) {
+bool Generator::prefill(KvSequence& seq, std::span<const int32_t> prompt,
+                        const GenerateOptions& options, GenerateResult& r) {
   if (prompt.empty()) throw std::invalid_argument("Generator::generate: empty prompt");
-  GenerateResult r;
   r.prompt_tokens = static_cast<int>(prompt.size());
   // The last prompt token is always run: its logits give the first generated token.
   if (seq.n_tokens >= r.prompt_tokens) pool_.truncate(seq, r.prompt_tokens - 1);
   r.reused_tokens = seq.n_tokens;
 
-  auto deadline_passed = [&] { return options.deadline && Clock::now() >= *options.deadline; };
-
   // Prefill chunk by chunk so that cancellation and the deadline are honoured between chunks.
   const auto prefill_start = Clock::now();
   const auto rest = prompt.subspan(size_t(seq.n_tokens));
   for (size_t s = 0; s < rest.size(); s += size_t(options_.chunk_tokens)) {
-    if (is_set(options.cancel)) {
-      r.reason = StopReason::Cancelled;
+    const bool cancelled = is_set(options.cancel);
+    if (cancelled || (options.deadline && Clock::now() >= *options.deadline)) {
+      r.reason = cancelled ? StopReason::Cancelled : StopReason::Deadline;
       r.prefill_ms = ms_since(prefill_start);
-      return r;
-    }
-    if (deadline_passed()) {
-      r.reason = StopReason::Deadline;
-      r.prefill_ms = ms_since(prefill_start);
-      return r;
+      return false;
     }
     const size_t len = std::min(rest.size() - s, size_t(options_.chunk_tokens));
     const bool last_chunk = s + len == rest.size();
@@ -136,11 +130,23 @@ GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> pro
     r.prefilled_tokens += static_cast<int>(len);
   }
   r.prefill_ms = ms_since(prefill_start);
+  return true;
+}
 
+std::vector<int32_t> Generator::stop_tokens(const GenerateOptions& options) const {
   std::vector<int32_t> stops = options.stop_tokens;
   const auto& specials = model_.tokenizer().specials();
   if (specials.eos) stops.push_back(*specials.eos);
   if (specials.eot) stops.push_back(*specials.eot);
+  return stops;
+}
+
+GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> prompt,
+                                   const GenerateOptions& options) {
+  GenerateResult r;
+  if (!prefill(seq, prompt, options, r)) return r;
+  auto deadline_passed = [&] { return options.deadline && Clock::now() >= *options.deadline; };
+  const std::vector<int32_t> stops = stop_tokens(options);
 
   Sampler sampler(options.sampling);
   const auto decode_start = Clock::now();
@@ -172,6 +178,8 @@ GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> pro
     }
     const int32_t step[1] = {token};
     forward(seq, step, LogitsRequest::last());
+    ++r.speculation.target_steps;
+    if (is_set(options.cancel)) ++r.speculation.steps_after_cancel;
   }
   r.decode_ms = ms_since(decode_start);
   return r;

@@ -66,6 +66,17 @@ struct GenerateOptions {
   std::function<void(int32_t token)> on_token{};
 };
 
+// Decode work of one generation, for speculative decoding and cancellation accounting. The
+// plain loop fills target_steps and steps_after_cancel; generate_speculative (speculative.h)
+// fills all.
+struct SpeculationStats {
+  int target_steps = 0;  // target forward calls after prefill (verification or single step)
+  int draft_steps = 0;   // draft forward calls (catch-up and proposals)
+  int proposed_draft = 0, accepted_draft = 0;
+  int proposed_ngram = 0, accepted_ngram = 0;
+  int steps_after_cancel = 0;  // forward calls (target or draft) that ended with *cancel set
+};
+
 struct GenerateResult {
   std::vector<int32_t> tokens{};  // generated tokens, stop token excluded
   StopReason reason = StopReason::MaxTokens;
@@ -74,6 +85,7 @@ struct GenerateResult {
   int prefilled_tokens = 0;  // prompt tokens computed by this call
   double prefill_ms = 0;
   double decode_ms = 0;  // time to produce all but the first token
+  SpeculationStats speculation{};
 };
 
 // Not thread-safe: one engine thread drives a Generator and its KvBlockPool. The Model is
@@ -100,6 +112,9 @@ class Generator {
                const std::atomic<bool>* cancel = nullptr);
 
   int n_logits() const { return n_logits_; }
+  // Calls of forward() that computed at least one chunk, since construction: lets tests count
+  // model work (cancellation stops within one step) without timing anything.
+  int64_t forward_calls() const { return forward_calls_; }
   std::span<const float> logits(int i) const;
 
   // Prompt -> up to max_tokens generated tokens. `seq` may already hold the KV of a prefix of
@@ -109,6 +124,15 @@ class Generator {
   GenerateResult generate(KvSequence& seq, std::span<const int32_t> prompt,
                           const GenerateOptions& options);
 
+  // The first half of generate(), shared with speculative decoding: sets r's prompt counts and
+  // prefills what `seq` lacks of `prompt` in chunks, honouring cancel and the deadline between
+  // chunks. Returns true with logits(0) giving the first token; false with r.reason set
+  // (Cancelled or Deadline) when it stopped early.
+  bool prefill(KvSequence& seq, std::span<const int32_t> prompt, const GenerateOptions& options,
+               GenerateResult& r);
+  // GenerateOptions::stop_tokens plus the model's EOS and EOT.
+  std::vector<int32_t> stop_tokens(const GenerateOptions& options) const;
+
  private:
   const Model& model_;
   KvBlockPool& pool_;
@@ -116,6 +140,7 @@ class Generator {
   std::unique_ptr<Backend> backend_;
   std::vector<float> logits_;
   int n_logits_ = 0;
+  int64_t forward_calls_ = 0;
 };
 
 }  // namespace ghostline::engine

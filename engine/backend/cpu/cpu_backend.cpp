@@ -136,7 +136,11 @@ class CpuBackend final : public Backend {
         ops_.rmsnorm(&x_[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps, &xb_[size_t(t) * E]);
       cpu::matmul(lm.w_gate, xb_.data(), n, gate_.data(), compute_);
       cpu::matmul(lm.w_up, xb_.data(), n, up_.data(), compute_);
-      ops_.silu_mul(gate_.data(), up_.data(), int64_t(n) * F, gate_.data());
+      // Per token: with F not a multiple of the vector width, one call over all tokens would
+      // put some of a token's values in the scalar tail, and its result would depend on the
+      // batch (speculative verification must reproduce single steps bit for bit).
+      for (int t = 0; t < n; ++t)
+        ops_.silu_mul(&gate_[size_t(t) * F], &up_[size_t(t) * F], F, &gate_[size_t(t) * F]);
       cpu::matmul(lm.w_down, gate_.data(), n, proj_.data(), compute_);
       ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
     }

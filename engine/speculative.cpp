@@ -1,0 +1,405 @@
+#include "engine/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "engine/backend/cpu/matmul.h"
+
+namespace ghostline::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool is_set(const std::atomic<bool>* flag) {
+  return flag && flag->load(std::memory_order_relaxed);
+}
+
+// A verification batch of [last token, d1..dk] stays within the decode kernels, which compute
+// each token alone: the batch gives bit for bit the logits of single steps.
+constexpr int kMaxProposal = static_cast<int>(cpu::kMatmulDecodeMaxTokens) - 1;
+
+// Weight of one accept/reject outcome in the running acceptance.
+constexpr double kAcceptanceWeight = 0.1;
+
+// A source skipped this many rounds in a row (its estimate said it would not pay) is tried
+// once more, so that a stale low estimate can recover.
+constexpr int kProbeAfterSkips = 32;
+
+// Costs per proposed token in target decode steps, measured on the shipped pair with 2 threads
+// (tests/engine/speculative_bench.cpp): a draft forward costs about 0.3 of a target step, and
+// each extra verified token adds a few percent to the target's forward.
+constexpr double kDraftCostPerToken = 0.35;
+constexpr double kNgramCostPerToken = 0.05;
+
+}  // namespace
+
+// ---- AdaptiveK ----
+
+AdaptiveK::AdaptiveK(int k_min, int k_max, int k_initial, double cost_per_token)
+    : k_min_(std::max(1, k_min)),
+      k_max_(std::max(k_min_, k_max)),
+      k_initial_(std::clamp(k_initial, k_min_, k_max_)),
+      cost_per_token_(std::max(0.0, cost_per_token)) {}
+
+AdaptiveK AdaptiveK::for_draft() {
+  return AdaptiveK(1, kMaxProposal, 3, kDraftCostPerToken);
+}
+AdaptiveK AdaptiveK::for_ngram() {
+  return AdaptiveK(1, kMaxProposal, 4, kNgramCostPerToken);
+}
+
+void AdaptiveK::record(int proposed, int accepted) {
+  if (proposed <= 0) return;
+  accepted = std::clamp(accepted, 0, proposed);
+  // Each accepted token is a success; the first rejected one (if any) a failure. Tokens after
+  // it were never tested.
+  for (int i = 0; i < accepted; ++i) acceptance_ += kAcceptanceWeight * (1.0 - acceptance_);
+  if (accepted < proposed) acceptance_ -= kAcceptanceWeight * acceptance_;
+  ++rounds_;
+  skipped_ = 0;
+}
+
+double AdaptiveK::expected_tokens(double a, int k) {
+  double sum = 1, term = 1;
+  for (int i = 0; i < k; ++i) {
+    term *= a;
+    sum += term;
+  }
+  return sum;
+}
+
+double AdaptiveK::tokens_per_cost(int k, double a) const {
+  return expected_tokens(a, k) / (1.0 + cost_per_token_ * k);
+}
+
+int AdaptiveK::k() const {
+  if (rounds_ == 0) return k_initial_;
+  int best = k_min_;
+  for (int k = k_min_ + 1; k <= k_max_; ++k)
+    if (tokens_per_cost(k) > tokens_per_cost(best)) best = k;
+  return best;
+}
+
+// ---- n-gram lookup ----
+
+NgramProposal ngram_propose(std::span<const int32_t> context, int k, int ngram_min, int ngram_max) {
+  NgramProposal out;
+  const int size = static_cast<int>(context.size());
+  if (k <= 0) return out;
+  for (int n = std::min(ngram_max, size - 1); n >= std::max(1, ngram_min); --n) {
+    const auto tail = context.subspan(size_t(size - n));
+    // Occurrences must end before the last token, so that something follows them.
+    for (int i = size - 1 - n; i >= 0; --i) {
+      if (!std::equal(tail.begin(), tail.end(), context.begin() + i)) continue;
+      const int from = i + n, len = std::min(k, size - from);
+      out.tokens.assign(context.begin() + from, context.begin() + from + len);
+      out.match_len = n;
+      return out;
+    }
+  }
+  return out;
+}
+
+// ---- rejection sampling ----
+
+RejectionStep speculative_accept(std::span<const float> p, std::span<const float> q,
+                                 int32_t drafted, Sampler& sampler, std::vector<float>& residual) {
+  if (drafted < 0 || size_t(drafted) >= p.size() || (!q.empty() && q.size() != p.size()))
+    throw std::invalid_argument("speculative_accept: the drafted token or q does not match p");
+  const double pd = p[size_t(drafted)];
+  const double qd = q.empty() ? 1.0 : q[size_t(drafted)];
+  // u < p/q, written without the division; always true when p >= q.
+  if (qd > 0 && sampler.uniform() * qd < pd) return {true, drafted};
+  residual.resize(p.size());
+  double mass = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const float qi = q.empty() ? (i == size_t(drafted) ? 1.0f : 0.0f) : q[i];
+    residual[i] = std::max(0.0f, p[i] - qi);
+    mass += residual[i];
+  }
+  // No residual mass means p == q up to rounding: a rejection then came from rounding, and p
+  // itself is the right distribution to draw from.
+  return {false, sampler.sample_from(mass > 0 ? std::span<const float>(residual) : p)};
+}
+
+// ---- the decoding loop ----
+
+namespace {
+
+class SpeculativeRun {
+ public:
+  SpeculativeRun(Generator& target, KvSequence& seq, std::span<const int32_t> prompt,
+                 const GenerateOptions& options, const Speculation& spec)
+      : target_(target),
+        seq_(seq),
+        prompt_(prompt),
+        o_(options),
+        spec_(spec),
+        draft_(spec.draft),
+        k_draft_(spec.k_draft ? spec.k_draft : &local_k_draft_),
+        k_ngram_(spec.k_ngram ? spec.k_ngram : &local_k_ngram_),
+        sampler_(options.sampling),
+        draft_sampler_(draft_options(options.sampling)),
+        stops_(target.stop_tokens(options)) {
+    if (draft_) {
+      if (!spec.draft_seq)
+        throw std::invalid_argument("generate_speculative: a draft model needs a draft_seq");
+      const int nt = target.model().config().n_vocab, nd = draft_->model().config().n_vocab;
+      if (nt != nd)
+        throw std::invalid_argument("generate_speculative: the draft model's vocabulary (" +
+                                    std::to_string(nd) + " tokens) differs from the target's (" +
+                                    std::to_string(nt) + ")");
+    }
+  }
+
+  GenerateResult run() {
+    if (!target_.prefill(seq_, prompt_, o_, r_)) return r_;
+    context_.assign(prompt_.begin(), prompt_.end());
+    const auto decode_start = Clock::now();
+    r_.reason = StopReason::MaxTokens;
+    if (o_.max_tokens > 0 && emit(sampler_.sample(target_.logits(0))))
+      while (round()) {
+      }
+    settle_target();
+    r_.decode_ms = ms_since(decode_start);
+    return r_;
+  }
+
+ private:
+  enum class Source { None, Draft, Ngram };
+
+  static SamplerOptions draft_options(SamplerOptions o) {
+    o.seed ^= 0x9E3779B97F4A7C15ull;  // the draft's draws independent of the target's
+    return o;
+  }
+
+  int n_emitted() const { return static_cast<int>(r_.tokens.size()); }
+
+  // Appends a token by the plain loop's rules; false ends generation (r_.reason set).
+  bool emit(int32_t token) {
+    if (std::find(stops_.begin(), stops_.end(), token) != stops_.end()) {
+      r_.reason = StopReason::StopToken;
+      return false;
+    }
+    r_.tokens.push_back(token);
+    context_.push_back(token);
+    if (o_.on_token) o_.on_token(token);
+    if (o_.should_stop && o_.should_stop(r_.tokens)) {
+      r_.reason = StopReason::Callback;
+      return false;
+    }
+    if (n_emitted() >= o_.max_tokens) {
+      r_.reason = StopReason::MaxTokens;
+      return false;
+    }
+    if (is_set(o_.cancel)) {
+      r_.reason = StopReason::Cancelled;
+      return false;
+    }
+    return true;
+  }
+
+  // The checks before any forward call; false ends generation.
+  bool may_forward() {
+    if (is_set(o_.cancel)) {
+      r_.reason = StopReason::Cancelled;
+      return false;
+    }
+    if (o_.deadline && Clock::now() >= *o_.deadline) {
+      r_.reason = StopReason::Deadline;
+      return false;
+    }
+    return true;
+  }
+
+  // Runs a forward and does the accounting; false: cancelled inside it.
+  bool forward(Generator& gen, KvSequence& seq, std::span<const int32_t> tokens, int n_logits,
+               int& steps) {
+    const int64_t before = gen.forward_calls();
+    const bool ok = gen.forward(seq, tokens, LogitsRequest::last_n_of(n_logits), o_.cancel);
+    const int ran = static_cast<int>(gen.forward_calls() - before);
+    steps += ran;
+    if (ran > 0 && is_set(o_.cancel)) r_.speculation.steps_after_cancel += ran;
+    if (!ok) r_.reason = StopReason::Cancelled;
+    return ok;
+  }
+
+  // The target KV the contract promises: the prompt and every emitted token but the last, or
+  // all of them after a stop token (whose logits came from running the last one).
+  void settle_target() {
+    const int m = n_emitted();
+    const int keep = static_cast<int>(prompt_.size()) +
+                     std::max(0, r_.reason == StopReason::StopToken ? m : m - 1);
+    if (seq_.n_tokens > keep) target_.pool().truncate(seq_, keep);
+  }
+
+  bool round() {
+    if (!may_forward()) return false;
+    if (seq_.n_tokens >= target_.model().n_ctx()) {
+      r_.reason = StopReason::ContextFull;
+      return false;
+    }
+    const int room = std::min({o_.max_tokens - n_emitted() - 1,
+                               target_.model().n_ctx() - seq_.n_tokens - 1, kMaxProposal});
+    drafts_.clear();
+    const int ctx_len = static_cast<int>(context_.size());
+    const Source source = choose(room);
+    if (source == Source::Draft && !propose_with_draft(k_for_draft_)) {
+      draft_->pool().truncate(*spec_.draft_seq, std::min(spec_.draft_seq->n_tokens, ctx_len));
+      return false;
+    }
+    const int k = static_cast<int>(drafts_.size());
+
+    if (!may_forward()) return false;
+    batch_.assign(1, context_.back());
+    batch_.insert(batch_.end(), drafts_.begin(), drafts_.end());
+    if (!forward(target_, seq_, batch_, k + 1, r_.speculation.target_steps)) return false;
+
+    int accepted = 0, drafted_emitted = 0;
+    const bool go = verify_and_emit(source, accepted, drafted_emitted);
+
+    if (source == Source::Draft) {
+      r_.speculation.proposed_draft += k;
+      r_.speculation.accepted_draft += accepted;
+      k_draft_->record(k, accepted);
+      // The draft ran d1..d(k-1): keep those that were emitted.
+      const int keep = ctx_len + std::min(drafted_emitted, k - 1);
+      if (spec_.draft_seq->n_tokens > keep) draft_->pool().truncate(*spec_.draft_seq, keep);
+    } else if (source == Source::Ngram) {
+      r_.speculation.proposed_ngram += k;
+      r_.speculation.accepted_ngram += accepted;
+      k_ngram_->record(k, accepted);
+    }
+    settle_target();
+    return go;
+  }
+
+  // Picks this round's proposal; n-gram tokens go to drafts_ at once, a draft proposal's k to
+  // k_for_draft_.
+  Source choose(int room) {
+    if (room <= 0) return Source::None;
+    NgramProposal ngram;
+    double v_ngram = 0;
+    if (spec_.ngram) {
+      ngram =
+          ngram_propose(context_, std::min(room, k_ngram_->k()), spec_.ngram_min, spec_.ngram_max);
+      if (!ngram.tokens.empty() && ngram.match_len >= std::max(1, spec_.ngram_min)) {
+        // A match longer than the minimum is taken to fail proportionally less often.
+        const double support = double(std::max(1, spec_.ngram_min)) / ngram.match_len;
+        const double a = 1.0 - (1.0 - k_ngram_->acceptance()) * support;
+        v_ngram = k_ngram_->tokens_per_cost(static_cast<int>(ngram.tokens.size()), a);
+      }
+    }
+    k_for_draft_ = 0;
+    double v_draft = 0;
+    if (draft_) {
+      const int ctx_len = static_cast<int>(context_.size());
+      // The draft holds the context and d1..d(k-1) at the end of its proposal.
+      k_for_draft_ = std::min({room, k_draft_->k(), draft_->model().n_ctx() - ctx_len + 1});
+      if (k_for_draft_ >= 1) v_draft = k_draft_->tokens_per_cost(k_for_draft_);
+    }
+    const bool ngram_ok =
+        v_ngram >= 1.0 || (v_ngram > 0 && k_ngram_->skipped() >= kProbeAfterSkips);
+    const bool draft_ok =
+        v_draft >= 1.0 || (k_for_draft_ >= 1 && k_draft_->skipped() >= kProbeAfterSkips);
+    Source source = Source::None;
+    if (ngram_ok && (!draft_ok || v_ngram >= v_draft))
+      source = Source::Ngram;
+    else if (draft_ok)
+      source = Source::Draft;
+    if (v_ngram > 0 && source != Source::Ngram) k_ngram_->skip();
+    if (k_for_draft_ >= 1 && source != Source::Draft) k_draft_->skip();
+    if (source == Source::Ngram) drafts_ = std::move(ngram.tokens);
+    return source;
+  }
+
+  // Catches the draft KV up with the context in one forward, then proposes k tokens (greedy, or
+  // drawn from the draft's distribution when sampling). False: stopped by cancel or deadline.
+  bool propose_with_draft(int k) {
+    KvSequence& ds = *spec_.draft_seq;
+    const int ctx_len = static_cast<int>(context_.size());
+    if (ds.n_tokens >= ctx_len) draft_->pool().truncate(ds, ctx_len - 1);
+    const bool sampling = !sampler_.greedy();
+    if (sampling && q_.size() < size_t(k)) q_.resize(size_t(k));
+    for (int i = 0; i < k; ++i) {
+      if (!may_forward()) return false;
+      const auto tokens = i == 0 ? std::span<const int32_t>(context_).subspan(size_t(ds.n_tokens))
+                                 : std::span<const int32_t>(&drafts_.back(), 1);
+      if (!forward(*draft_, ds, tokens, 1, r_.speculation.draft_steps)) return false;
+      if (sampling) {
+        draft_sampler_.distribution(draft_->logits(0), q_[size_t(i)]);
+        drafts_.push_back(draft_sampler_.sample_from(q_[size_t(i)]));
+      } else {
+        drafts_.push_back(argmax(draft_->logits(0)));
+      }
+    }
+    return true;
+  }
+
+  // Emits the accepted drafts and the target's own token from the verification logits.
+  // `accepted` counts drafts the target accepted (for the statistics), `drafted_emitted` those
+  // that were emitted (stop rules may cut the round short). False ends generation.
+  bool verify_and_emit(Source source, int& accepted, int& drafted_emitted) {
+    const int k = static_cast<int>(drafts_.size());
+    if (sampler_.greedy()) {
+      while (accepted < k && argmax(target_.logits(accepted)) == drafts_[size_t(accepted)])
+        ++accepted;
+      for (int i = 0; i < accepted; ++i) {
+        if (!emit(drafts_[size_t(i)])) return false;
+        ++drafted_emitted;
+      }
+      return emit(argmax(target_.logits(accepted)));
+    }
+    for (int i = 0; i < k; ++i) {
+      sampler_.distribution(target_.logits(i), p_);
+      const std::span<const float> q = source == Source::Draft
+                                           ? std::span<const float>(q_[size_t(i)])
+                                           : std::span<const float>{};
+      const RejectionStep step = speculative_accept(p_, q, drafts_[size_t(i)], sampler_, residual_);
+      if (!step.accepted) return emit(step.token);
+      ++accepted;
+      if (!emit(step.token)) return false;
+      ++drafted_emitted;
+    }
+    sampler_.distribution(target_.logits(k), p_);
+    return emit(sampler_.sample_from(p_));
+  }
+
+  Generator& target_;
+  KvSequence& seq_;
+  std::span<const int32_t> prompt_;
+  const GenerateOptions& o_;
+  const Speculation& spec_;
+  Generator* draft_;
+  AdaptiveK local_k_draft_ = AdaptiveK::for_draft();
+  AdaptiveK local_k_ngram_ = AdaptiveK::for_ngram();
+  AdaptiveK* k_draft_;
+  AdaptiveK* k_ngram_;
+  Sampler sampler_;
+  Sampler draft_sampler_;
+  std::vector<int32_t> stops_;
+  GenerateResult r_;
+
+  std::vector<int32_t> context_;  // prompt + emitted tokens
+  std::vector<int32_t> drafts_;   // this round's proposal
+  std::vector<int32_t> batch_;
+  int k_for_draft_ = 0;
+  std::vector<std::vector<float>> q_;  // the draft's distributions when sampling
+  std::vector<float> p_, residual_;
+};
+
+}  // namespace
+
+GenerateResult generate_speculative(Generator& target, KvSequence& seq,
+                                    std::span<const int32_t> prompt, const GenerateOptions& options,
+                                    const Speculation& spec) {
+  return SpeculativeRun(target, seq, prompt, options, spec).run();
+}
+
+}  // namespace ghostline::engine
