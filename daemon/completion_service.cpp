@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <unordered_map>
 #include <stdexcept>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "daemon/post_process.h"
 #include "daemon/prompt.h"
 #include "engine/generator.h"
+#include "engine/speculative.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -51,6 +53,18 @@ class PoolRefcounts : public cache::BlockRefcounts {
  private:
   engine::KvBlockPool& pool_;
 };
+
+// Why `draft` cannot propose tokens for `target`, or empty: the token ids must mean the same.
+std::string vocabulary_difference(const engine::Tokenizer& target, const engine::Tokenizer& draft) {
+  if (target.n_vocab() != draft.n_vocab())
+    return "the target has " + std::to_string(target.n_vocab()) + " tokens, the draft " +
+           std::to_string(draft.n_vocab());
+  for (int32_t id = 0; id < target.n_vocab(); ++id)
+    if (target.token_text(id) != draft.token_text(id))
+      return "token " + std::to_string(id) + " is '" + std::string(target.token_text(id)) +
+             "' in the target and '" + std::string(draft.token_text(id)) + "' in the draft";
+  return {};
+}
 
 // One model with its own KV pool, generator and radix tree (the target and the draft each have
 // one). Runs on the engine thread only.
@@ -147,6 +161,24 @@ class EngineCompleter : public lsp::Completer {
     FimMode mode = model.file().has("ghostline.fim.spm_template") ? FimMode::Spm : FimMode::Psm;
     prompts_ = std::make_unique<PromptAssembler>(model.tokenizer(), std::move(fim), mode);
     mode_ = prompts_->mode();
+    const auto& modes = {"auto", "ngram", "draft", "off"};
+    if (std::find(modes.begin(), modes.end(), options.speculation) == modes.end())
+      throw std::runtime_error("--speculation must be auto, ngram, draft or off, not '" + options.speculation + "'");
+    if (options.speculation == "draft" && options.draft.empty())
+      throw std::runtime_error("--speculation draft needs a draft model (--draft FILE)");
+    if (!options.draft.empty()) {
+      if (!std::filesystem::exists(options.draft))
+        throw std::runtime_error("draft model file '" + options.draft + "' does not exist");
+      // The draft's KV is a fraction of the target's per token; a quarter of the budget holds
+      // at least as many tokens.
+      draft_ = std::make_unique<ModelSlot>(options.draft, std::max<size_t>(16, size_t(options.kv_mib) / 4) << 20, threads);
+      std::string why = vocabulary_difference(model.tokenizer(), draft_->model->tokenizer());
+      if (!why.empty())
+        throw std::runtime_error("draft model '" + options.draft + "' cannot draft for '" + path +
+                                 "': their vocabularies differ (" + why +
+                                 "); use a draft from the same model family");
+      spdlog::info("draft {} ({} parameters)", options.draft, draft_->model->n_params());
+    }
     spdlog::info("loaded {} ({} parameters, {} threads, {} prompts, prefill {:.0f} tokens/s in chunks of {}) in {:.0f} ms",
                  path, model.n_params(), threads, fim_mode_name(mode_), target_->prefill_tokens_per_ms * 1000,
                  target_->generator->options().chunk_tokens, ms_since(start));
@@ -154,7 +186,9 @@ class EngineCompleter : public lsp::Completer {
 
 
   std::string describe() const override {
-    return path_ + " (" + fim_mode_name(mode_) + ")";
+    std::string d = path_ + " (" + fim_mode_name(mode_) + ")";
+    if (draft_) d += ", draft " + options_.draft;
+    return d;
   }
 
   lsp::CompletionResult complete(const lsp::CompletionRequest& request,
@@ -204,15 +238,36 @@ class EngineCompleter : public lsp::Completer {
     gen.should_stop = [&](std::span<const int32_t> tokens) {
       return should_stop(shape, tokenizer.decode_continuation(tokens));
     };
+    // Speculation: n-gram proposals always, the draft model's when there is one. The draft's
+    // KV comes from its own radix tree; it catches up on the prompt only if it proposes.
+    const bool speculate = options_.speculation != "off";
+    const bool use_draft = speculate && draft_ && options_.speculation != "ngram";
+    engine::KvSequence draft_seq;
+    cache::PrefixCache::Lock draft_lock;
+    if (use_draft) {
+      auto draft_match = draft_->match(prompt.tokens, use_cache);
+      draft_lock = draft_->cache->lock(draft_match);
+      draft_seq = draft_->take(draft_match);
+    }
+    SpeculationState& spec_state = speculation_state(request);
+    engine::Speculation spec{.draft = use_draft ? draft_->generator.get() : nullptr,
+                             .draft_seq = use_draft ? &draft_seq : nullptr,
+                             .ngram = options_.speculation != "draft",
+                             .k_draft = &spec_state.draft,
+                             .k_ngram = &spec_state.ngram};
     engine::GenerateResult r;
     try {
-      r = target.generator->generate(seq, prompt.tokens, gen);
+      r = speculate ? engine::generate_speculative(*target.generator, seq, prompt.tokens, gen, spec)
+                    : target.generator->generate(seq, prompt.tokens, gen);
     } catch (...) {
       target.pool->release(seq);
+      if (draft_) draft_->pool->release(draft_seq);
       throw;
     }
     target.keep(prompt.tokens, r.tokens, seq, use_cache);
     lock.reset();
+    if (use_draft) draft_->keep(prompt.tokens, r.tokens, draft_seq, use_cache);
+    draft_lock.reset();
     target.update_prefill_rate(r);
 
     lsp::CompletionResult result;
@@ -229,9 +284,22 @@ class EngineCompleter : public lsp::Completer {
         {"fim", fim_mode_name(prompt.mode)},   {"truncated", prompt.truncated},
         {"segments", prompt.segments},         {"segmentsTokenized", prompt.segments_tokenized},
         {"stop", engine::stop_reason_name(r.reason)},
+        {"generatedText", tokenizer.decode_continuation(visible)},
         {"promptMs", prompt_ms},               {"prefillMs", r.prefill_ms},
         {"decodeMs", r.decode_ms},             {"totalMs", ms_since(start)},
     };
+    const auto& sp = r.speculation;
+    if (speculate) {
+      stats["draftTokens"] = sp.proposed_draft + sp.proposed_ngram;
+      stats["acceptedDraftTokens"] = sp.accepted_draft + sp.accepted_ngram;
+      stats["speculation"] = {{"targetSteps", sp.target_steps},     {"draftSteps", sp.draft_steps},
+                              {"proposedDraft", sp.proposed_draft}, {"acceptedDraft", sp.accepted_draft},
+                              {"proposedNgram", sp.proposed_ngram}, {"acceptedNgram", sp.accepted_ngram},
+                              {"kDraft", spec_state.draft.k()},     {"kNgram", spec_state.ngram.k()}};
+    } else {
+      stats["speculation"] = {{"targetSteps", sp.target_steps}};
+    }
+    result.steps_after_cancel = sp.steps_after_cancel;
     if (prefill_bounded)
       stats["prefillBound"] = {{"budgetTokens", budget_tokens},
                                {"droppedPromptTokens", full_prompt_tokens - static_cast<int>(prompt.tokens.size())}};
@@ -250,9 +318,28 @@ class EngineCompleter : public lsp::Completer {
   static constexpr int kMinPrefillTokens = 64;
 
  private:
+  // Running acceptance of each proposal source, per document; a new document starts from the
+  // latest state of its language.
+  struct SpeculationState {
+    engine::AdaptiveK draft = engine::AdaptiveK::for_draft();
+    engine::AdaptiveK ngram = engine::AdaptiveK::for_ngram();
+  };
+  SpeculationState& speculation_state(const lsp::CompletionRequest& request) {
+    if (by_document_.size() > 512) by_document_.clear();
+    auto [it, added] = by_document_.try_emplace(request.uri);
+    if (added)
+      if (auto lang = latest_by_language_.find(request.language_id); lang != latest_by_language_.end())
+        it->second = by_document_.count(lang->second) ? by_document_[lang->second] : SpeculationState{};
+    latest_by_language_[request.language_id] = request.uri;
+    return it->second;
+  }
+
   EngineOptions options_;
   std::string path_;
   std::unique_ptr<ModelSlot> target_;
+  std::unique_ptr<ModelSlot> draft_;
+  std::unordered_map<std::string, SpeculationState> by_document_;
+  std::unordered_map<std::string, std::string> latest_by_language_;
   std::unique_ptr<PromptAssembler> prompts_;
   FimMode mode_ = FimMode::Psm;
 };
@@ -265,6 +352,13 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
   p.option("--kv-mib", "MIB", "memory for the KV cache", &o.kv_mib);
   p.flag("--no-prefix-cache", "compute every prompt from scratch (to measure what the cache saves)",
          &o.no_prefix_cache);
+  p.option("--draft", "FILE",
+           "draft model for speculative decoding (same vocabulary as the model; n-gram drafts are always used)",
+           &o.draft);
+  p.option("--speculation", "MODE",
+           "auto (n-gram lookup, plus the draft model when given), ngram, draft, or off (to measure what "
+           "speculation saves)",
+           &o.speculation);
 }
 
 std::string default_model_path() {

@@ -12,11 +12,15 @@ namespace ghostline::daemon {
 
 struct EngineOptions {
   std::string model;       // GGUF file; empty: the default model shipped in models/
+  std::string draft;       // draft model for speculative decoding (same vocabulary); empty: none
   int threads = 0;         // 0: all cores
   int max_tokens = 48;
   int deadline_ms = 80;
   int kv_mib = 256;
   bool no_prefix_cache = false;  // for benchmarks: compute every prompt from scratch
+  // Proposal sources for speculative decoding: "auto" (n-gram lookup, and the draft model when
+  // one is given), "ngram", "draft" or "off" (one target step per token; for benchmarks).
+  std::string speculation = "auto";
 };
 
 void add_engine_options(ArgParser& parser, EngineOptions& options);
