@@ -48,6 +48,7 @@ class AdaptiveK {
   // what a plain decode step gives).
   double tokens_per_cost(int k, double a) const;
   double tokens_per_cost(int k) const { return tokens_per_cost(k, acceptance_); }
+  double cost_per_token() const { return cost_per_token_; }
   int k_min() const { return k_min_; }
   int k_max() const { return k_max_; }
 
