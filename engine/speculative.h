@@ -44,6 +44,8 @@ class AdaptiveK {
   // The k in [k_min, k_max] maximizing expected tokens per unit of cost at this acceptance
   // (k_initial until a round was recorded).
   int k() const;
+  // The k in [k_min, k_max] maximizing expected tokens per unit of cost at acceptance a.
+  int best_k(double a) const;
   // Expected tokens per unit of cost of a round proposing k tokens with acceptance a (1 is
   // what a plain decode step gives).
   double tokens_per_cost(int k, double a) const;
