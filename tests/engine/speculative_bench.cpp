@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/generator.h"
@@ -143,6 +144,51 @@ BENCHMARK(BM_SpeculativeDecode)
     ->DenseRange(kPlain, kDraftK4)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
+
+// Forward calls that finish after a cancellation: another thread cancels each generation at a
+// pseudo-random moment of its decode (0-20 ms); the work wasted is at most the forward in
+// flight, so wasted_steps/cancel should stay at or below 1.
+void BM_SpeculativeCancelWaste(benchmark::State& state) {
+  Setup& s = setup();
+  int cancels = 0, wasted = 0, max_wasted = 0;
+  uint64_t rng = 12345;
+  for (auto _ : state) {
+    AdaptiveK k_draft = AdaptiveK::for_draft(), k_ngram = AdaptiveK::for_ngram();
+    for (const auto& prompt : s.prompts) {
+      std::atomic<bool> cancel{false};
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      const auto delay = std::chrono::microseconds((rng >> 33) % 20000);
+      KvSequence seq, draft_seq;
+      s.draft.gen->forward(draft_seq, prompt, LogitsRequest::none());
+      std::thread canceller;
+      const GenerateOptions options{
+          .max_tokens = kNewTokens, .cancel = &cancel, .on_token = [&](int32_t) {
+            if (!canceller.joinable())  // start the clock when decoding starts
+              canceller = std::thread([&cancel, delay] {
+                std::this_thread::sleep_for(delay);
+                cancel = true;
+              });
+          }};
+      const auto r = generate_speculative(*s.target.gen, seq, prompt, options,
+                                          {.draft = s.draft.gen.get(),
+                                           .draft_seq = &draft_seq,
+                                           .k_draft = &k_draft,
+                                           .k_ngram = &k_ngram});
+      if (canceller.joinable()) canceller.join();
+      if (r.reason == StopReason::Cancelled) {
+        ++cancels;
+        wasted += r.speculation.steps_after_cancel;
+        max_wasted = std::max(max_wasted, r.speculation.steps_after_cancel);
+      }
+      s.target.pool->release(seq);
+      s.draft.pool->release(draft_seq);
+    }
+  }
+  state.counters["cancels"] = cancels;
+  state.counters["wasted_steps/cancel"] = cancels > 0 ? double(wasted) / cancels : 0.0;
+  state.counters["max_wasted_steps"] = max_wasted;
+}
+BENCHMARK(BM_SpeculativeCancelWaste)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // Cost of one forward call over n tokens after a 256-token context: the ratios set the costs
 // AdaptiveK uses (a draft step against a target step; the extra cost of verifying more tokens).
