@@ -31,11 +31,16 @@ constexpr double kAcceptanceWeight = 0.1;
 // once more, so that a stale low estimate can recover.
 constexpr int kProbeAfterSkips = 32;
 
-// Costs per proposed token in target decode steps, measured on the shipped pair with 2 threads
-// (tests/engine/speculative_bench.cpp): a draft forward costs about 0.3 of a target step, and
-// each extra verified token adds a few percent to the target's forward.
-constexpr double kDraftCostPerToken = 0.35;
-constexpr double kNgramCostPerToken = 0.05;
+// Costs in target decode steps, measured on the shipped pair with 2 threads
+// (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): each token verified beside
+// the first adds about 0.45 of a step to the target's forward (this model is small enough to
+// stay in cache, so decode is bound by compute, not by reading the weights); a draft step costs
+// about 0.32 of one; catching the draft up costs about 0.08 per token (prefill kernels).
+// Bandwidth-bound targets verify extra tokens for less: callers can pass their own AdaptiveK.
+constexpr double kVerifyCostPerToken = 0.45;
+constexpr double kDraftCostPerToken = 0.32 + kVerifyCostPerToken;
+constexpr double kNgramCostPerToken = kVerifyCostPerToken;
+constexpr double kDraftCatchUpCostPerToken = 0.08;
 
 }  // namespace
 
@@ -79,10 +84,13 @@ double AdaptiveK::tokens_per_cost(int k, double a) const {
 }
 
 int AdaptiveK::k() const {
-  if (rounds_ == 0) return k_initial_;
+  return rounds_ == 0 ? k_initial_ : best_k(acceptance_);
+}
+
+int AdaptiveK::best_k(double a) const {
   int best = k_min_;
   for (int k = k_min_ + 1; k <= k_max_; ++k)
-    if (tokens_per_cost(k) > tokens_per_cost(best)) best = k;
+    if (tokens_per_cost(k, a) > tokens_per_cost(best, a)) best = k;
   return best;
 }
 
@@ -287,13 +295,15 @@ class SpeculativeRun {
     NgramProposal ngram;
     double v_ngram = 0;
     if (spec_.ngram) {
-      ngram =
-          ngram_propose(context_, std::min(room, k_ngram_->k()), spec_.ngram_min, spec_.ngram_max);
+      ngram = ngram_propose(context_, room, spec_.ngram_min, spec_.ngram_max);
       if (!ngram.tokens.empty() && ngram.match_len >= std::max(1, spec_.ngram_min)) {
-        // A match longer than the minimum is taken to fail proportionally less often.
+        // A match longer than the minimum is taken to fail proportionally less often, and so
+        // to be worth a longer proposal.
         const double support = double(std::max(1, spec_.ngram_min)) / ngram.match_len;
         const double a = 1.0 - (1.0 - k_ngram_->acceptance()) * support;
-        v_ngram = k_ngram_->tokens_per_cost(static_cast<int>(ngram.tokens.size()), a);
+        const int k = std::min(k_ngram_->best_k(a), static_cast<int>(ngram.tokens.size()));
+        ngram.tokens.resize(size_t(k));
+        v_ngram = k_ngram_->tokens_per_cost(k, a);
       }
     }
     k_for_draft_ = 0;
@@ -302,7 +312,13 @@ class SpeculativeRun {
       const int ctx_len = static_cast<int>(context_.size());
       // The draft holds the context and d1..d(k-1) at the end of its proposal.
       k_for_draft_ = std::min({room, k_draft_->k(), draft_->model().n_ctx() - ctx_len + 1});
-      if (k_for_draft_ >= 1) v_draft = k_draft_->tokens_per_cost(k_for_draft_);
+      if (k_for_draft_ >= 1) {
+        // Context the draft has not seen (prompt, or tokens of n-gram rounds) is run first.
+        const int lag = std::max(0, ctx_len - 1 - spec_.draft_seq->n_tokens);
+        v_draft =
+            AdaptiveK::expected_tokens(k_draft_->acceptance(), k_for_draft_) /
+            (1.0 + k_draft_->cost_per_token() * k_for_draft_ + kDraftCatchUpCostPerToken * lag);
+      }
     }
     const bool ngram_ok =
         v_ngram >= 1.0 || (v_ngram > 0 && k_ngram_->skipped() >= kProbeAfterSkips);

@@ -44,10 +44,13 @@ class AdaptiveK {
   // The k in [k_min, k_max] maximizing expected tokens per unit of cost at this acceptance
   // (k_initial until a round was recorded).
   int k() const;
+  // The k in [k_min, k_max] maximizing expected tokens per unit of cost at acceptance a.
+  int best_k(double a) const;
   // Expected tokens per unit of cost of a round proposing k tokens with acceptance a (1 is
   // what a plain decode step gives).
   double tokens_per_cost(int k, double a) const;
   double tokens_per_cost(int k) const { return tokens_per_cost(k, acceptance_); }
+  double cost_per_token() const { return cost_per_token_; }
   int k_min() const { return k_min_; }
   int k_max() const { return k_max_; }
 

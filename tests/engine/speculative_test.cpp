@@ -103,8 +103,11 @@ class IdentityChecker {
     target_.pool->release(plain_seq);
     target_.pool->release(seq);
     draft_.pool->release(draft_seq);
+    last_reason = plain.reason;
     return r.speculation;
   }
+
+  StopReason last_reason = StopReason::MaxTokens;
 
  private:
   Engine& target_;
@@ -237,6 +240,27 @@ TEST_F(ShippedPairTest, StopRulesMatchThePlainLoop) {
       for (Mode m : {Mode::Draft, Mode::Both})
         checker.check(prompts[i], few, m, always_draft, k_ngram, label + " few");
     }
+  }
+}
+
+TEST_F(ShippedPairTest, ContextFullMatchesThePlainLoop) {
+  // Prompts that leave fewer free positions than max_tokens: k is cut by the context.
+  const int n_ctx = target_->model->n_ctx();
+  IdentityChecker checker(*target_, *draft_);
+  AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram(1, 7, 4, 0.0);
+  for (int free : {1, 3, 9}) {
+    const auto prompts = code_prompts(target_->model->tokenizer(), 1, n_ctx - free);
+    int checked = 0;
+    for (const auto& prompt : prompts) {
+      if (int(prompt.size()) != n_ctx - free) continue;
+      for (Mode m : {Mode::Draft, Mode::Ngram, Mode::Both}) {
+        checker.check(prompt, {.max_tokens = 32}, m, always_draft, k_ngram,
+                      "free " + std::to_string(free));
+        EXPECT_EQ(checker.last_reason, StopReason::ContextFull);
+      }
+      if (++checked == 2) break;
+    }
+    EXPECT_GT(checked, 0);
   }
 }
 
