@@ -12,7 +12,6 @@ namespace ghostline::daemon {
 
 struct EngineOptions {
   std::string model;       // GGUF file; empty: the default model shipped in models/
-  std::string draft;       // draft model for speculative decoding (same vocabulary); empty: none
   int threads = 0;         // 0: all cores
   int max_tokens = 48;
   int deadline_ms = 80;
@@ -21,6 +20,7 @@ struct EngineOptions {
   // Proposal sources for speculative decoding: "auto" (n-gram lookup, and the draft model when
   // one is given), "ngram", "draft" or "off" (one target step per token; for benchmarks).
   std::string speculation = "auto";
+  std::string draft = {};  // draft model for speculative decoding (same vocabulary); empty: none
 };
 
 void add_engine_options(ArgParser& parser, EngineOptions& options);
