@@ -117,8 +117,7 @@ struct ModelSlot {
     prefill_tokens_per_ms = 0.7 * prefill_tokens_per_ms + 0.3 * (r.prefilled_tokens / r.prefill_ms);
   }
 
-  // The longest cached prefix of `tokens` but their last token (whose logits are needed), as a
-  // sequence holding its own references.
+  // A sequence holding its own references to the matched blocks.
   engine::KvSequence take(const cache::PrefixCache::Match& match) {
     engine::KvSequence seq;
     for (cache::BlockId b : match.blocks) {
@@ -128,6 +127,7 @@ struct ModelSlot {
     seq.n_tokens = match.tokens;
     return seq;
   }
+  // The longest cached prefix of the prompt but its last token (whose logits are needed).
   cache::PrefixCache::Match match(std::span<const int32_t> prompt, bool use_cache) {
     return use_cache ? cache->match(prompt.first(prompt.size() - 1)) : cache::PrefixCache::Match{};
   }
