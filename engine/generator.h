@@ -75,6 +75,17 @@ struct SpeculationStats {
   int proposed_draft = 0, accepted_draft = 0;
   int proposed_ngram = 0, accepted_ngram = 0;
   int steps_after_cancel = 0;  // forward calls (target or draft) that ended with *cancel set
+
+  SpeculationStats& operator+=(const SpeculationStats& o) {
+    target_steps += o.target_steps;
+    draft_steps += o.draft_steps;
+    proposed_draft += o.proposed_draft;
+    accepted_draft += o.accepted_draft;
+    proposed_ngram += o.proposed_ngram;
+    accepted_ngram += o.accepted_ngram;
+    steps_after_cancel += o.steps_after_cancel;
+    return *this;
+  }
 };
 
 struct GenerateResult {

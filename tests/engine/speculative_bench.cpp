@@ -112,13 +112,7 @@ void BM_SpeculativeDecode(benchmark::State& state) {
       decode_ms += r.decode_ms;
       tokens += int64_t(r.tokens.size());
       after_first += std::max<int64_t>(0, int64_t(r.tokens.size()) - 1);
-      const SpeculationStats& x = r.speculation;
-      total.target_steps += x.target_steps;
-      total.draft_steps += x.draft_steps;
-      total.proposed_draft += x.proposed_draft;
-      total.accepted_draft += x.accepted_draft;
-      total.proposed_ngram += x.proposed_ngram;
-      total.accepted_ngram += x.accepted_ngram;
+      total += r.speculation;
       s.target.pool->release(seq);
       s.draft.pool->release(draft_seq);
     }

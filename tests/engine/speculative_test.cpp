@@ -114,16 +114,6 @@ class IdentityChecker {
   Engine& draft_;
 };
 
-void add(SpeculationStats& a, const SpeculationStats& b) {
-  a.target_steps += b.target_steps;
-  a.draft_steps += b.draft_steps;
-  a.proposed_draft += b.proposed_draft;
-  a.accepted_draft += b.accepted_draft;
-  a.proposed_ngram += b.proposed_ngram;
-  a.accepted_ngram += b.accepted_ngram;
-  a.steps_after_cancel += b.steps_after_cancel;
-}
-
 class ShippedPairTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -200,10 +190,9 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
     // Short runs too, so that max_tokens cuts proposals.
     const GenerateOptions options{.max_tokens = i % 4 == 3 ? 5 : 32};
     const std::string label = "prompt " + std::to_string(i);
-    add(draft_stats,
-        checker.check(prompts[i], options, Mode::Draft, always_draft, k_ngram_only, label));
-    add(ngram_stats, checker.check(prompts[i], options, Mode::Ngram, k_draft, k_ngram_only, label));
-    add(both_stats, checker.check(prompts[i], options, Mode::Both, k_draft, k_ngram, label));
+    draft_stats += checker.check(prompts[i], options, Mode::Draft, always_draft, k_ngram_only, label);
+    ngram_stats += checker.check(prompts[i], options, Mode::Ngram, k_draft, k_ngram_only, label);
+    both_stats += checker.check(prompts[i], options, Mode::Both, k_draft, k_ngram, label);
   }
   // Each mode really speculated.
   EXPECT_GT(draft_stats.proposed_draft, 100);
@@ -400,7 +389,7 @@ TEST_F(ShippedPairTest, SampledRunCompletesWithValidTokens) {
                                          .draft_seq = &draft_seq,
                                          .k_draft = &k_draft,
                                          .k_ngram = &k_ngram});
-    add(stats, r.speculation);
+    stats += r.speculation;
     EXPECT_TRUE(r.reason == StopReason::MaxTokens || r.reason == StopReason::StopToken);
     if (r.reason == StopReason::MaxTokens) {
       EXPECT_EQ(r.tokens.size(), 24u);
@@ -443,8 +432,7 @@ TEST(SpeculativeReferenceTest, GreedyOutputIsIdenticalOnTheReferencePath) {
     for (int i = 0; i < 24 + 5 * p; ++i)
       prompt.push_back(int32_t((i * 7919 + 13 * p) % 30000 + 100));
     for (Mode m : {Mode::Draft, Mode::Ngram, Mode::Both})
-      add(stats, checker.check(prompt, {.max_tokens = 14}, m, always_draft, k_ngram,
-                               "prompt " + std::to_string(p)));
+      stats += checker.check(prompt, {.max_tokens = 14}, m, always_draft, k_ngram, "prompt " + std::to_string(p));
   }
   EXPECT_GT(stats.proposed_draft, 0);
   EXPECT_GT(stats.accepted_draft, 0);
