@@ -4,20 +4,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/loop_checks.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-bool is_set(const std::atomic<bool>* flag) {
-  return flag && flag->load(std::memory_order_relaxed);
-}
+using loop::Clock;
+using loop::is_set;
+using loop::ms_since;
 
 }  // namespace
 

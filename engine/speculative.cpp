@@ -6,19 +6,14 @@
 #include <string>
 
 #include "engine/backend/cpu/matmul.h"
+#include "engine/loop_checks.h"
 
 namespace ghostline::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-bool is_set(const std::atomic<bool>* flag) {
-  return flag && flag->load(std::memory_order_relaxed);
-}
+using loop::Clock;
+using loop::is_set;
+using loop::ms_since;
 
 // A verification batch of [last token, d1..dk] stays within the decode kernels, which compute
 // each token alone: the batch gives bit for bit the logits of single steps.
