@@ -81,12 +81,12 @@ struct ModelSlot {
     for (const auto& w : model->warnings()) spdlog::warn("{}", w);
     const auto& cfg = model->config();
     pool = std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim, kv_bytes);
+    generator = std::make_unique<engine::Generator>(
+        *model, *pool, engine::GeneratorOptions{.threads = threads, .chunk_tokens = kMaxChunk});
     // Measure prefill speed once, then size prefill chunks so that one costs a few
     // milliseconds: cancellation and the deadline are checked between chunks.
-    prefill_tokens_per_ms = measure_prefill(threads);
-    int chunk = std::clamp(static_cast<int>(prefill_tokens_per_ms * kChunkMs), 8, 64);
-    generator = std::make_unique<engine::Generator>(
-        *model, *pool, engine::GeneratorOptions{.threads = threads, .chunk_tokens = chunk});
+    prefill_tokens_per_ms = measure_prefill();
+    generator->set_chunk_tokens(std::clamp(static_cast<int>(prefill_tokens_per_ms * kChunkMs), 8, kMaxChunk));
     // The tree may fill the pool but for the blocks one request needs at most.
     int request_blocks = (model->n_ctx() + engine::KvBlockPool::kBlockTokens - 1) / engine::KvBlockPool::kBlockTokens + 1;
     size_t cache_blocks = static_cast<size_t>(std::max(1, pool->capacity() - request_blocks));
@@ -97,16 +97,17 @@ struct ModelSlot {
   ~ModelSlot() { cache.reset(); }
 
   static constexpr double kChunkMs = 5.0;
+  static constexpr int kMaxChunk = 64;
 
-  // Tokens per millisecond of a 64-token prefill (which also pages the weights in).
-  double measure_prefill(int threads) {
-    engine::Generator warm(*model, *pool, {.threads = threads, .chunk_tokens = 64});
-    const int n = std::min(64, model->n_ctx() / 2);
+  // Tokens per millisecond of one prefill chunk of kMaxChunk tokens (which also pages the
+  // weights in).
+  double measure_prefill() {
+    const int n = std::min(kMaxChunk, model->n_ctx() / 2);
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) ids[size_t(i)] = (i * 97 + 7) % model->config().n_vocab;
     engine::KvSequence seq;
     auto start = Clock::now();
-    warm.forward(seq, ids, engine::LogitsRequest::last());
+    generator->forward(seq, ids, engine::LogitsRequest::last());
     double ms = std::max(0.01, ms_since(start));
     pool->release(seq);
     return n / ms;

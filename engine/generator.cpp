@@ -43,6 +43,7 @@ Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptio
                                 std::to_string(pool.kv_dim()) + " vs " + std::to_string(c.n_layer) +
                                 " x " + std::to_string(c.kv_dim()) + ")");
   options_.chunk_tokens = std::max(1, options_.chunk_tokens);
+  max_chunk_tokens_ = options_.chunk_tokens;
   options_.threads = std::max(1, options_.threads);
   backend_ = make_cpu_backend(model, pool,
                               {.threads = options_.threads,
@@ -51,6 +52,8 @@ Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptio
 }
 
 Generator::~Generator() = default;
+
+void Generator::set_chunk_tokens(int n) { options_.chunk_tokens = std::clamp(n, 1, max_chunk_tokens_); }
 
 std::span<const float> Generator::logits(int i) const {
   if (i < 0 || i >= n_logits_) throw std::out_of_range("Generator::logits: no such position");

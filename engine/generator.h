@@ -112,6 +112,9 @@ class Generator {
   const Model& model() const { return model_; }
   KvBlockPool& pool() { return pool_; }
   const GeneratorOptions& options() const { return options_; }
+  // Prefill chunk size from now on (e.g. once the speed is measured), clamped to [1, the
+  // chunk_tokens the Generator was made with, for which its buffers are sized].
+  void set_chunk_tokens(int n);
 
   // Runs the model over `tokens` appended at positions seq.n_tokens.. of `seq`, allocating
   // blocks as needed (a shared partial last block is copied first). Afterwards logits(i) for
@@ -152,6 +155,7 @@ class Generator {
   std::vector<float> logits_;
   int n_logits_ = 0;
   int64_t forward_calls_ = 0;
+  int max_chunk_tokens_ = 1;
 };
 
 }  // namespace ghostline::engine
