@@ -58,6 +58,19 @@ def to_unicode(piece: str) -> str:
     return "".join(BYTE_ENC[b] for b in piece.encode("utf-8"))
 
 
+def merge_pair(syms, a, b):
+    """The symbols with every adjacent (a, b), left to right, replaced by a + b."""
+    out, i = [], 0
+    while i < len(syms):
+        if i < len(syms) - 1 and syms[i] == a and syms[i + 1] == b:
+            out.append(a + b)
+            i += 2
+        else:
+            out.append(syms[i])
+            i += 1
+    return out
+
+
 class Tokenizer:
     def __init__(self, merges):
         self.merges = [tuple(m) for m in merges]
@@ -93,15 +106,7 @@ class Tokenizer:
             if best is None:
                 break
             a, b = self.merges[best]
-            out, i = [], 0
-            while i < len(syms):
-                if i < len(syms) - 1 and syms[i] == a and syms[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(syms[i])
-                    i += 1
-            syms = out
+            syms = merge_pair(syms, a, b)
         return [self.token_to_id[s] for s in syms]
 
     def encode(self, text: str):
@@ -169,14 +174,7 @@ def train_bpe(word_freqs, n_merges, log=sys.stderr):
             for x, y in zip(syms, syms[1:]):
                 pair_counts[(x, y)] -= f
                 changed.add((x, y))
-            out, i = [], 0
-            while i < len(syms):
-                if i < len(syms) - 1 and syms[i] == a and syms[i + 1] == b:
-                    out.append(a + b)
-                    i += 2
-                else:
-                    out.append(syms[i])
-                    i += 1
+            out = merge_pair(syms, a, b)
             for x, y in zip(syms, syms[1:]):
                 where[(x, y)].discard(wi)
             for x, y in zip(out, out[1:]):
