@@ -4,18 +4,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/loop_checks.h"
+#include "base/clock.h"
+#include "engine/stop_conditions.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::engine {
-namespace {
-
-using loop::Clock;
-using loop::is_set;
-using loop::ms_since;
-
-}  // namespace
-
 const char* stop_reason_name(StopReason reason) {
   switch (reason) {
     case StopReason::MaxTokens:
@@ -45,10 +38,8 @@ Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptio
   options_.chunk_tokens = std::max(1, options_.chunk_tokens);
   max_chunk_tokens_ = options_.chunk_tokens;
   options_.threads = std::max(1, options_.threads);
-  backend_ = make_cpu_backend(model, pool,
-                              {.threads = options_.threads,
-                               .path = options_.path,
-                               .max_batch_tokens = options_.chunk_tokens});
+  backend_ = make_backend(model, pool,
+                          {.kind = options_.backend, .threads = options_.threads, .max_batch_tokens = options_.chunk_tokens});
 }
 
 Generator::~Generator() = default;
@@ -143,41 +134,17 @@ GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> pro
                                    const GenerateOptions& options) {
   GenerateResult r;
   if (!prefill(seq, prompt, options, r)) return r;
-  auto deadline_passed = [&] { return options.deadline && Clock::now() >= *options.deadline; };
-  const std::vector<int32_t> stops = stop_tokens(options);
-
+  const StopConditions stop(options, stop_tokens(options));
   Sampler sampler(options.sampling);
   const auto decode_start = Clock::now();
   r.reason = StopReason::MaxTokens;
-  while (static_cast<int>(r.tokens.size()) < options.max_tokens) {
-    const int32_t token = sampler.sample(logits(0));
-    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-      r.reason = StopReason::StopToken;
-      break;
+  if (options.max_tokens > 0) {
+    while (stop.accept(sampler.sample(logits(0)), r) && stop.may_extend(seq.n_tokens, model_.n_ctx(), r)) {
+      const int32_t step[1] = {r.tokens.back()};
+      forward(seq, step, LogitsRequest::last());
+      ++r.speculation.target_steps;
+      if (is_set(options.cancel)) ++r.speculation.steps_after_cancel;
     }
-    r.tokens.push_back(token);
-    if (options.on_token) options.on_token(token);
-    if (options.should_stop && options.should_stop(r.tokens)) {
-      r.reason = StopReason::Callback;
-      break;
-    }
-    if (static_cast<int>(r.tokens.size()) >= options.max_tokens) break;
-    if (is_set(options.cancel)) {
-      r.reason = StopReason::Cancelled;
-      break;
-    }
-    if (deadline_passed()) {
-      r.reason = StopReason::Deadline;
-      break;
-    }
-    if (seq.n_tokens >= model_.n_ctx()) {
-      r.reason = StopReason::ContextFull;
-      break;
-    }
-    const int32_t step[1] = {token};
-    forward(seq, step, LogitsRequest::last());
-    ++r.speculation.target_steps;
-    if (is_set(options.cancel)) ++r.speculation.steps_after_cancel;
   }
   r.decode_ms = ms_since(decode_start);
   return r;

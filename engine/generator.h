@@ -28,7 +28,7 @@ namespace ghostline::engine {
 
 struct GeneratorOptions {
   int threads = 1;
-  ForwardPath path = ForwardPath::Fast;
+  BackendKind backend = BackendKind::Cpu;
   // Prefill is split into chunks of this many tokens; cancellation is checked between chunks,
   // so a chunk should cost a few milliseconds at most.
   int chunk_tokens = 32;
@@ -58,8 +58,9 @@ struct GenerateOptions {
   int max_tokens = 64;
   SamplerOptions sampling{};
   std::vector<int32_t> stop_tokens{};  // besides the model's EOS and EOT
-  // Called after each accepted token with all generated tokens; true stops (text stop rules).
-  std::function<bool(std::span<const int32_t> generated)> should_stop{};
+  // Called with each accepted token, in order, after on_token; true stops. Text stop rules keep
+  // their own state, so each token costs the same whatever the length of the completion.
+  std::function<bool(int32_t token)> should_stop{};
   const std::atomic<bool>* cancel = nullptr;
   std::optional<std::chrono::steady_clock::time_point> deadline{};
   // Called with each accepted token as it is generated (streaming).
@@ -126,6 +127,7 @@ class Generator {
                const std::atomic<bool>* cancel = nullptr);
 
   int n_logits() const { return n_logits_; }
+  VerifyCost verify_cost() const { return backend_->verify_cost(); }
   // Calls of forward() that computed at least one chunk, since construction: lets tests count
   // model work (cancellation stops within one step) without timing anything.
   int64_t forward_calls() const { return forward_calls_; }

@@ -5,19 +5,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/backend/cpu/matmul.h"
-#include "engine/loop_checks.h"
+#include "base/clock.h"
+#include "engine/stop_conditions.h"
 
 namespace ghostline::engine {
 namespace {
-
-using loop::Clock;
-using loop::is_set;
-using loop::ms_since;
-
-// A verification batch of [last token, d1..dk] stays within the decode kernels, which compute
-// each token alone: the batch gives bit for bit the logits of single steps.
-constexpr int kMaxProposal = static_cast<int>(cpu::kMatmulDecodeMaxTokens) - 1;
 
 // Weight of one accept/reject outcome in the running acceptance.
 constexpr double kAcceptanceWeight = 0.1;
@@ -27,15 +19,15 @@ constexpr double kAcceptanceWeight = 0.1;
 constexpr int kProbeAfterSkips = 32;
 
 // Costs in target decode steps, measured on the shipped pair with 2 threads
-// (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): each token verified beside
-// the first adds about 0.45 of a step to the target's forward (this model is small enough to
-// stay in cache, so decode is bound by compute, not by reading the weights); a draft step costs
-// about 0.32 of one; catching the draft up costs about 0.08 per token (prefill kernels).
-// Bandwidth-bound targets verify extra tokens for less: callers can pass their own AdaptiveK.
-constexpr double kVerifyCostPerToken = 0.45;
-constexpr double kDraftCostPerToken = 0.32 + kVerifyCostPerToken;
-constexpr double kNgramCostPerToken = kVerifyCostPerToken;
+// (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): a draft step costs about
+// 0.32 of a target step; catching the draft up costs about 0.08 per token (prefill kernels).
+// What verifying each extra token costs comes from the target's backend (VerifyCost).
+constexpr double kDraftStepCost = 0.32;
 constexpr double kDraftCatchUpCostPerToken = 0.08;
+
+// A verification batch of [last token, d1..dk] must stay within what the backend computes as
+// single steps, so that greedy output equals the plain loop's.
+int max_proposal(const VerifyCost& cost) { return std::max(1, cost.max_tokens - 1); }
 
 }  // namespace
 
@@ -47,11 +39,11 @@ AdaptiveK::AdaptiveK(int k_min, int k_max, int k_initial, double cost_per_token)
       k_initial_(std::clamp(k_initial, k_min_, k_max_)),
       cost_per_token_(std::max(0.0, cost_per_token)) {}
 
-AdaptiveK AdaptiveK::for_draft() {
-  return AdaptiveK(1, kMaxProposal, 3, kDraftCostPerToken);
+AdaptiveK AdaptiveK::for_draft(const VerifyCost& cost) {
+  return AdaptiveK(1, max_proposal(cost), 3, kDraftStepCost + cost.per_token);
 }
-AdaptiveK AdaptiveK::for_ngram() {
-  return AdaptiveK(1, kMaxProposal, 4, kNgramCostPerToken);
+AdaptiveK AdaptiveK::for_ngram(const VerifyCost& cost) {
+  return AdaptiveK(1, max_proposal(cost), 4, cost.per_token);
 }
 
 void AdaptiveK::record(int proposed, int accepted) {
@@ -145,11 +137,14 @@ class SpeculativeRun {
         o_(options),
         spec_(spec),
         draft_(spec.draft),
+        local_k_draft_(AdaptiveK::for_draft(target.verify_cost())),
+        local_k_ngram_(AdaptiveK::for_ngram(target.verify_cost())),
+        max_proposal_(max_proposal(target.verify_cost())),
         k_draft_(spec.k_draft ? spec.k_draft : &local_k_draft_),
         k_ngram_(spec.k_ngram ? spec.k_ngram : &local_k_ngram_),
         sampler_(options.sampling),
         draft_sampler_(draft_options(options.sampling)),
-        stops_(target.stop_tokens(options)) {
+        stop_(options, target.stop_tokens(options)) {
     if (draft_) {
       if (!spec.draft_seq)
         throw std::invalid_argument("generate_speculative: a draft model needs a draft_seq");
@@ -186,40 +181,13 @@ class SpeculativeRun {
 
   // Appends a token by the plain loop's rules; false ends generation (r_.reason set).
   bool emit(int32_t token) {
-    if (std::find(stops_.begin(), stops_.end(), token) != stops_.end()) {
-      r_.reason = StopReason::StopToken;
-      return false;
-    }
-    r_.tokens.push_back(token);
-    context_.push_back(token);
-    if (o_.on_token) o_.on_token(token);
-    if (o_.should_stop && o_.should_stop(r_.tokens)) {
-      r_.reason = StopReason::Callback;
-      return false;
-    }
-    if (n_emitted() >= o_.max_tokens) {
-      r_.reason = StopReason::MaxTokens;
-      return false;
-    }
-    if (is_set(o_.cancel)) {
-      r_.reason = StopReason::Cancelled;
-      return false;
-    }
-    return true;
+    const size_t before = r_.tokens.size();
+    const bool go = stop_.accept(token, r_);
+    if (r_.tokens.size() > before) context_.push_back(token);
+    return go;
   }
 
-  // The checks before any forward call; false ends generation.
-  bool may_forward() {
-    if (is_set(o_.cancel)) {
-      r_.reason = StopReason::Cancelled;
-      return false;
-    }
-    if (o_.deadline && Clock::now() >= *o_.deadline) {
-      r_.reason = StopReason::Deadline;
-      return false;
-    }
-    return true;
-  }
+  bool may_forward() { return stop_.may_forward(r_); }
 
   // Runs a forward and does the accounting; false: cancelled inside it.
   bool forward(Generator& gen, KvSequence& seq, std::span<const int32_t> tokens, int n_logits,
@@ -243,13 +211,9 @@ class SpeculativeRun {
   }
 
   bool round() {
-    if (!may_forward()) return false;
-    if (seq_.n_tokens >= target_.model().n_ctx()) {
-      r_.reason = StopReason::ContextFull;
-      return false;
-    }
+    if (!stop_.may_extend(seq_.n_tokens, target_.model().n_ctx(), r_)) return false;
     const int room = std::min({o_.max_tokens - n_emitted() - 1,
-                               target_.model().n_ctx() - seq_.n_tokens - 1, kMaxProposal});
+                               target_.model().n_ctx() - seq_.n_tokens - 1, max_proposal_});
     drafts_.clear();
     const int ctx_len = static_cast<int>(context_.size());
     const Source source = choose(room);
@@ -388,13 +352,14 @@ class SpeculativeRun {
   const GenerateOptions& o_;
   const Speculation& spec_;
   Generator* draft_;
-  AdaptiveK local_k_draft_ = AdaptiveK::for_draft();
-  AdaptiveK local_k_ngram_ = AdaptiveK::for_ngram();
+  AdaptiveK local_k_draft_;
+  AdaptiveK local_k_ngram_;
+  int max_proposal_;
   AdaptiveK* k_draft_;
   AdaptiveK* k_ngram_;
   Sampler sampler_;
   Sampler draft_sampler_;
-  std::vector<int32_t> stops_;
+  StopConditions stop_;
   GenerateResult r_;
 
   std::vector<int32_t> context_;  // prompt + emitted tokens

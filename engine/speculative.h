@@ -3,7 +3,7 @@
 // forward pass. Greedy output is token-for-token what Generator::generate gives; sampled output
 // follows the target's distribution (speculative rejection sampling).
 //
-//   AdaptiveK k_draft = AdaptiveK::for_draft(), k_ngram = AdaptiveK::for_ngram();  // per document
+//   AdaptiveK k_draft = AdaptiveK::for_draft(target.verify_cost()), k_ngram = ...;  // per document
 //   Speculation spec{.draft = &draft_gen, .draft_seq = &draft_seq,
 //                    .k_draft = &k_draft, .k_ngram = &k_ngram};
 //   auto r = generate_speculative(target_gen, seq, prompt_ids, {.max_tokens = 32}, spec);
@@ -28,9 +28,10 @@ class AdaptiveK {
   // cost_per_token: the work of proposing and verifying one more token, in target decode
   // steps (a draft forward plus a little verification; for n-gram lookup only the latter).
   explicit AdaptiveK(int k_min = 1, int k_max = 7, int k_initial = 4, double cost_per_token = 0.1);
-  // Defaults for the two sources, measured on the shipped model pair (see speculative.cpp).
-  static AdaptiveK for_draft();
-  static AdaptiveK for_ngram();
+  // Defaults for the two sources on a target whose backend verifies tokens at `cost`
+  // (Generator::verify_cost()).
+  static AdaptiveK for_draft(const VerifyCost& cost);
+  static AdaptiveK for_ngram(const VerifyCost& cost);
 
   // A round proposed `proposed` tokens of which the first `accepted` were accepted.
   void record(int proposed, int accepted);

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "lsp/cancel_token.h"
 
 namespace ghostline::lsp {
@@ -33,7 +35,8 @@ struct CompletionResult {
   std::string insert_text;   // text inserted at the cursor (empty: nothing to show)
   // Replacement range in bytes of the request's text; equal to the cursor for a plain insert.
   size_t replace_begin = 0, replace_end = 0;
-  std::string stats_json;    // per-request statistics, serialized JSON object (may be empty)
+  // Per-request statistics (a JSON object), made once by the completer and passed along as is.
+  nlohmann::json stats = nlohmann::json::object();
   // Model forward steps (prefill chunks, decode and verification steps, draft steps) that
   // finished after the request's token was cancelled: work wasted on a stale request.
   int steps_after_cancel = 0;

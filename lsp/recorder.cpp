@@ -1,4 +1,5 @@
 #include "lsp/recorder.h"
+#include "base/clock.h"
 
 #include <cerrno>
 #include <cstring>
@@ -19,7 +20,7 @@ Recorder::~Recorder() {
 }
 
 void Recorder::record(int session, const nlohmann::json* message, std::string_view raw) {
-  double t_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  double t_ms = ms_since(start_);
   nlohmann::json line = {{"t_ms", t_ms}, {"session", session}};
   if (message) {
     line["message"] = *message;

@@ -1,4 +1,5 @@
 #include "lsp/scheduler.h"
+#include "base/clock.h"
 
 #include <algorithm>
 #include <atomic>
@@ -21,13 +22,28 @@ struct Scheduler::Job {
   bool internal = false;            // prefetch: made by the scheduler, answers nobody
   std::atomic<bool> kept{false};    // answered as cancelled, work kept (set on the I/O thread)
   bool answered = false;            // I/O thread only
+  // I/O thread only: the text typed at the cursor since the request, while every edit stayed
+  // there; `diverged` once one did not.
+  std::string typed;
+  bool diverged = false;
+
+  // Follows the edits; true while the document is still the request's text with `typed` at
+  // its cursor.
+  bool typed_through(std::span<const DocumentEdit> edits) {
+    for (const auto& e : edits) {
+      if (diverged) break;
+      const size_t lo = request.cursor, hi = lo + typed.size();
+      if (e.begin < lo || e.end > hi) {
+        diverged = true;
+        break;
+      }
+      typed.replace(e.begin - lo, e.end - e.begin, e.new_text);
+    }
+    return !diverged;
+  }
 };
 
 namespace {
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 constexpr const char* kWhy[] = {"cancelled by the client",
                                 "superseded by a newer request for the document",
                                 "the document changed", "the client went away"};
@@ -63,14 +79,7 @@ Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRe
   auto run = running();
   const bool continues_running = run && run->document_key == document_key &&
                                  !run->token.cancelled() && continues(run->request, request);
-  if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end()) {
-    auto old = live_.at(it->second);
-    if (old == run && continues_running) {
-      keep_running(old, CancelReason::Superseded);
-    } else {
-      cancel(old->id, CancelReason::Superseded);
-    }
-  }
+  answer_pending(document_key, run, continues_running, CancelReason::Superseded);
   {
     std::lock_guard lock(mutex_);
     // Idle work (prefetch, kept work of other documents) gives way to a real request.
@@ -160,6 +169,18 @@ void Scheduler::keep_running(const std::shared_ptr<Job>& job, CancelReason reaso
   finish(job, Outcome{Outcome::Kind::Cancelled, {}, kWhy[static_cast<int>(reason)]});
 }
 
+void Scheduler::answer_pending(const std::string& document_key, const std::shared_ptr<Job>& run, bool keep,
+                               CancelReason reason) {
+  auto it = latest_by_document_.find(document_key);
+  if (it == latest_by_document_.end()) return;
+  auto job = live_.at(it->second);
+  if (job == run && keep) {
+    keep_running(job, reason);
+  } else {
+    cancel(job->id, reason);
+  }
+}
+
 void Scheduler::cancel_document(const std::string& document_key, CancelReason reason) {
   if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end())
     cancel(it->second, reason);
@@ -167,17 +188,12 @@ void Scheduler::cancel_document(const std::string& document_key, CancelReason re
   if (running_ && running_->document_key == document_key) running_->token.cancel();
 }
 
-void Scheduler::document_changed(const std::string& document_key, std::string_view text) {
+void Scheduler::document_edited(const std::string& document_key, std::span<const DocumentEdit> edits,
+                                std::string_view text) {
   auto run = running();
-  const bool typed_on = run && run->document_key == document_key && typed_at_cursor(run->request, text);
-  if (auto it = latest_by_document_.find(document_key); it != latest_by_document_.end()) {
-    auto job = live_.at(it->second);
-    if (job == run && typed_on) {
-      keep_running(job, CancelReason::Edited);
-    } else {
-      cancel(job->id, CancelReason::Edited);
-    }
-  }
+  const bool typed_on = run && run->document_key == document_key &&
+                        (run->internal ? typed_at_cursor(run->request, text).has_value() : run->typed_through(edits));
+  answer_pending(document_key, run, typed_on, CancelReason::Edited);
   if (run && run->document_key == document_key && !typed_on) run->token.cancel();
 }
 
@@ -188,12 +204,10 @@ void Scheduler::finish(const std::shared_ptr<Job>& job, Outcome outcome) {
   live_.erase(job->id);
   if (outcome.kind == Outcome::Kind::Completed) {
     constexpr size_t kRecent = 64;
-    auto stats = nlohmann::json::parse(outcome.result.stats_json.empty() ? "{}" : outcome.result.stats_json,
-                                       nullptr, false);
-    if (!stats.is_object()) stats = nlohmann::json::object();
+    nlohmann::json stats = outcome.result.stats.is_object() ? outcome.result.stats : nlohmann::json::object();
     stats["queueMs"] = outcome.queue_ms;
     stats["completeMs"] = outcome.complete_ms;
-    recent_stats_.push_back(stats.dump());
+    recent_stats_.push_back(std::move(stats));
     if (recent_stats_.size() > kRecent) recent_stats_.pop_front();
   }
   if (auto it = latest_by_document_.find(job->document_key);

@@ -16,15 +16,18 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
 
 #include "lsp/completer.h"
+#include "lsp/document_store.h"
 
 namespace ghostline::lsp {
 
@@ -76,10 +79,13 @@ class Scheduler {
   // I/O thread only: cancels the job of a document and any work still running for it (the
   // document was closed).
   void cancel_document(const std::string& document_key, CancelReason reason);
-  // I/O thread only: the document now has `text`. Its pending job is answered as cancelled;
-  // running work whose request `text` continues (the user typed at its cursor) is kept, other
-  // work for the document is stopped.
-  void document_changed(const std::string& document_key, std::string_view text);
+  // I/O thread only: the document was edited (all edits of one change, in order) and now has
+  // `text`. Its pending job is answered as cancelled; running work is kept while the edits only
+  // change text at its cursor (the user typed on, or corrected what they typed), and stopped
+  // otherwise. A prefetch stands for a state the document may reach (the completion accepted),
+  // not one it was in, so it is kept when `text` is that state with typing at its cursor.
+  void document_edited(const std::string& document_key, std::span<const DocumentEdit> edits,
+                       std::string_view text);
 
   // Stops the engine thread: the running job (which stops within a step) and pending jobs are
   // cancelled.
@@ -88,7 +94,7 @@ class Scheduler {
   SchedulerCounters counters() const;
   // I/O thread only: statistics of the most recent completed requests, oldest first, each the
   // completer's stats object with the scheduler's queueMs and completeMs added.
-  const std::deque<std::string>& recent_stats() const { return recent_stats_; }
+  const std::deque<nlohmann::json>& recent_stats() const { return recent_stats_; }
   std::chrono::milliseconds default_debounce() const { return debounce_; }
 
  private:
@@ -97,6 +103,10 @@ class Scheduler {
   void finish(const std::shared_ptr<Job>& job, Outcome outcome);
   // Answers a running job as cancelled but lets its work go on.
   void keep_running(const std::shared_ptr<Job>& job, CancelReason reason);
+  // Answers the document's pending job as cancelled; when it is `run` and its work is still
+  // useful (`keep`), the work goes on.
+  void answer_pending(const std::string& document_key, const std::shared_ptr<Job>& run, bool keep,
+                      CancelReason reason);
   void count_cancel(CancelReason reason);
   std::shared_ptr<Job> running() const;
   void run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::mutex>& lock);
@@ -109,7 +119,7 @@ class Scheduler {
   std::unordered_map<JobId, std::shared_ptr<Job>> live_;        // not yet answered
   std::unordered_map<std::string, JobId> latest_by_document_;
   JobId next_id_ = 1;
-  std::deque<std::string> recent_stats_;
+  std::deque<nlohmann::json> recent_stats_;
 
   // Shared with the engine thread.
   mutable std::mutex mutex_;

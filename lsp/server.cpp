@@ -1,600 +1,338 @@
+#include <utility>  // Asio 1.18 with g++ 12 in C++20 mode needs it before its own headers.
+
 #include "lsp/server.h"
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
-#include "lsp/recorder.h"
+#include "lsp/json_rpc.h"
 
 namespace ghostline::lsp {
 
+namespace asio = boost::asio;
 using nlohmann::json;
+
+ListenAddress parse_listen_address(const std::string& text) {
+  if (text.rfind("unix:", 0) == 0) {
+    ListenAddress a{ListenAddress::Kind::Unix, {}, 0, text.substr(5)};
+    if (a.path.empty()) throw std::invalid_argument("unix: needs a socket path, e.g. unix:/tmp/ghostline.sock");
+    return a;
+  }
+  if (text.rfind("tcp:", 0) == 0) {
+    std::string rest = text.substr(4);
+    std::string host = "127.0.0.1", port = rest;
+    if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+      host = rest.substr(0, colon);
+      port = rest.substr(colon + 1);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    }
+    int p = 0;
+    try {
+      size_t used = 0;
+      p = std::stoi(port, &used);
+      if (used != port.size()) p = -1;
+    } catch (...) {
+      p = -1;
+    }
+    if (p < 0 || p > 65535) throw std::invalid_argument("invalid TCP port '" + port + "'");
+    return {ListenAddress::Kind::Tcp, host, p, {}};
+  }
+  throw std::invalid_argument("listen address must be tcp:HOST:PORT or unix:PATH, not '" + text + "'");
+}
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host, ec);
+  return !ec && addr.is_loopback();
+}
 
 namespace {
 
-// Thrown by handlers for params of the wrong shape; answered with -32602.
-struct InvalidParams {
-  std::string message;
+// Blocking writes to stdout from the I/O thread; messages are small and the editor reads them.
+class StdoutSink : public MessageSink {
+ public:
+  void send(const json& message) override {
+    if (closed_) return;
+    std::string frame = encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace));
+    const char* p = frame.data();
+    size_t left = frame.size();
+    while (left > 0) {
+      ssize_t n = ::write(STDOUT_FILENO, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        spdlog::error("stdout closed ({}); the client is gone", std::strerror(errno));
+        closed_ = true;
+        return;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  void close() override {}
+
+ private:
+  bool closed_ = false;
 };
 
-const json& member(const json& obj, const char* key) {
-  if (!obj.is_object()) throw InvalidParams{"params must be an object"};
-  auto it = obj.find(key);
-  if (it == obj.end()) throw InvalidParams{std::string("missing '") + key + "'"};
-  return *it;
-}
+template <typename Socket>
+class Connection : public MessageSink, public std::enable_shared_from_this<Connection<Socket>> {
+ public:
+  Connection(Socket socket, int id, Scheduler& scheduler, Completer& completer,
+             const ServerOptions& options, Recorder* recorder, std::function<void(int)> on_end)
+      : socket_(std::move(socket)),
+        session_(id, *this, scheduler, completer, options, recorder),
+        on_end_(std::move(on_end)) {}
 
-std::string string_member(const json& obj, const char* key) {
-  const json& v = member(obj, key);
-  if (!v.is_string()) throw InvalidParams{std::string("'") + key + "' must be a string"};
-  return v.get<std::string>();
-}
+  void start() { read(); }
 
-int64_t int_member(const json& obj, const char* key) {
-  const json& v = member(obj, key);
-  if (!v.is_number_integer()) throw InvalidParams{std::string("'") + key + "' must be an integer"};
-  return v.get<int64_t>();
-}
+  void send(const json& message) override {
+    if (closing_) return;
+    bool idle = writes_.empty();
+    writes_.push_back(encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace)));
+    if (idle) write_next();
+  }
 
-Position parse_position(const json& v) {
-  if (!v.is_object()) throw InvalidParams{"position must be an object"};
-  Position p{int_member(v, "line"), int_member(v, "character")};
-  if (p.line < 0 || p.character < 0) throw InvalidParams{"position must not be negative"};
-  return p;
-}
+  void close() override {
+    closing_after_writes_ = true;
+    if (writes_.empty()) shutdown();
+  }
 
-Range parse_range(const json& v) {
-  if (!v.is_object()) throw InvalidParams{"range must be an object"};
-  return {parse_position(member(v, "start")), parse_position(member(v, "end"))};
-}
+ private:
+  void read() {
+    auto self = this->shared_from_this();
+    socket_.async_read_some(asio::buffer(buffer_), [this, self](boost::system::error_code ec, size_t n) {
+      if (ec) {
+        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
+          spdlog::warn("session {}: read error: {}", session_.id(), ec.message());
+        end();
+        return;
+      }
+      session_.on_bytes(std::string_view(buffer_.data(), n));
+      if (session_.exited()) {
+        close();
+        return;
+      }
+      read();
+    });
+  }
 
-json to_json(Position p) { return {{"line", p.line}, {"character", p.character}}; }
-json to_json(const Range& r) { return {{"start", to_json(r.start)}, {"end", to_json(r.end)}}; }
+  void write_next() {
+    auto self = this->shared_from_this();
+    asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
+      if (ec) {
+        spdlog::warn("session {}: write error: {}", session_.id(), ec.message());
+        writes_.clear();
+        end();
+        return;
+      }
+      writes_.pop_front();
+      if (!writes_.empty()) {
+        write_next();
+      } else if (closing_after_writes_) {
+        shutdown();
+      }
+    });
+  }
 
-std::string uri_of(const json& params) {
-  return string_member(member(params, "textDocument"), "uri");
-}
+  void shutdown() {
+    if (closing_) return;
+    closing_ = true;
+    boost::system::error_code ignored;
+    socket_.shutdown(Socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    end();
+  }
 
-bool is_identifier_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         (static_cast<unsigned char>(c) & 0x80);
-}
+  void end() {
+    if (ended_) return;
+    ended_ = true;
+    closing_ = true;
+    session_.on_disconnect();
+    boost::system::error_code ignored;
+    socket_.close(ignored);
+    on_end_(session_.id());
+  }
+
+  Socket socket_;
+  Session session_;
+  std::function<void(int)> on_end_;
+  std::array<char, 64 * 1024> buffer_;
+  std::deque<std::string> writes_;
+  bool closing_ = false, closing_after_writes_ = false, ended_ = false;
+};
 
 }  // namespace
 
-Session::Session(int id, MessageSink& out, Scheduler& scheduler, const Completer& completer,
-                 const ServerOptions& options, Recorder* recorder)
-    : id_(id),
-      out_(out),
-      scheduler_(scheduler),
-      completer_(completer),
-      options_(options),
-      settings_(options.defaults),
-      recorder_(recorder),
-      decoder_(options.max_message_bytes) {}
+struct Server::Impl {
+  Impl(Completer& c, ServerOptions o, Recorder* r)
+      : completer(c),
+        options(std::move(o)),
+        recorder(r),
+        scheduler(c, [this](std::function<void()> f) { asio::post(io, std::move(f)); },
+                  std::chrono::milliseconds(options.defaults.debounce_ms)) {}
 
-Session::~Session() { on_disconnect(); }
+  asio::io_context io;
+  Completer& completer;
+  ServerOptions options;
+  Recorder* recorder;
+  Scheduler scheduler;
+  std::unordered_map<int, std::shared_ptr<void>> connections;
+  int next_session = 1;
 
-const std::unordered_map<std::string_view, Session::RequestHandler>& Session::request_table() {
-  static const std::unordered_map<std::string_view, RequestHandler> table = {
-      {"initialize", &Session::on_initialize},
-      {"shutdown", &Session::on_shutdown},
-      {"textDocument/inlineCompletion", &Session::on_inline_completion},
-      {"textDocument/completion", &Session::on_completion},
-      {"ghostline/stats", &Session::on_stats},
-      {"ghostline/documentText", &Session::on_document_text},
-  };
-  return table;
+  template <typename Acceptor, typename Socket>
+  void accept(Acceptor& acceptor) {
+    acceptor.async_accept([this, &acceptor](boost::system::error_code ec, Socket socket) {
+      if (ec) {
+        if (ec != asio::error::operation_aborted) spdlog::error("accept failed: {}", ec.message());
+        return;
+      }
+      int id = next_session++;
+      auto conn = std::make_shared<Connection<Socket>>(
+          std::move(socket), id, scheduler, completer, options, recorder, [this](int ended) {
+            // Defer: the connection is still on the stack when it reports its end.
+            asio::post(io, [this, ended] {
+              connections.erase(ended);
+              spdlog::info("session {} ended ({} open)", ended, connections.size());
+            });
+          });
+      connections[id] = conn;
+      spdlog::info("session {} connected ({} open)", id, connections.size());
+      conn->start();
+      accept<Acceptor, Socket>(acceptor);
+    });
+  }
+};
+
+Server::Server(Completer& completer, ServerOptions options, Recorder* recorder)
+    : impl_(std::make_unique<Impl>(completer, std::move(options), recorder)) {
+  ::signal(SIGPIPE, SIG_IGN);
 }
 
-const std::unordered_map<std::string_view, Session::NotificationHandler>&
-Session::notification_table() {
-  static const std::unordered_map<std::string_view, NotificationHandler> table = {
-      {"initialized", &Session::on_initialized},
-      {"exit", &Session::on_exit},
-      {"$/cancelRequest", &Session::on_cancel_request},
-      {"$/setTrace", &Session::on_set_trace},
-      {"workspace/didChangeConfiguration", &Session::on_did_change_configuration},
-      {"textDocument/didOpen", &Session::on_did_open},
-      {"textDocument/didChange", &Session::on_did_change},
-      {"textDocument/didSave", &Session::on_did_save},
-      {"textDocument/didClose", &Session::on_did_close},
-  };
-  return table;
+Server::~Server() {
+  impl_->scheduler.stop();
 }
 
-void Session::on_bytes(std::string_view bytes) {
-  for (auto& event : decoder_.feed(bytes)) {
-    if (exited_) return;
-    if (auto* body = std::get_if<std::string>(&event)) {
-      on_message(*body);
-    } else {
-      const auto& error = std::get<FramingError>(event);
-      spdlog::error("session {}: {}", id_, error.message);
-      reply_error(nullptr, ErrorCode::ParseError, error.message);
-    }
-  }
-}
+int Server::run_stdio() {
+  auto& io = impl_->io;
+  StdoutSink sink;
+  Session session(0, sink, impl_->scheduler, impl_->completer, impl_->options, impl_->recorder);
+  int exit_code = 1;
+  auto work = asio::make_work_guard(io);
 
-void Session::on_disconnect() {
-  if (decoder_.mid_message() && !exited_)
-    spdlog::warn("session {}: client disconnected in the middle of a message", id_);
-  // Cancelling answers each request and erases it from pending_, so iterate a copy.
-  auto pending = std::move(pending_);
-  pending_.clear();
-  for (auto& [id, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
-  documents_.clear();
-  exited_ = true;
-}
-
-void Session::on_message(std::string_view body) {
-  json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (recorder_) recorder_->record(id_, message.is_discarded() ? nullptr : &message, body);
-  if (message.is_discarded()) {
-    // nlohmann's parser also rejects invalid UTF-8 in strings.
-    spdlog::error("session {}: message is not valid JSON (or not valid UTF-8)", id_);
-    reply_error(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
-    return;
-  }
-  if (message.is_array()) {
-    reply_error(nullptr, ErrorCode::InvalidRequest, "JSON-RPC batches are not supported by LSP");
-    return;
-  }
-  dispatch(message);
-}
-
-void Session::dispatch(const json& message) {
-  if (!message.is_object()) {
-    reply_error(nullptr, ErrorCode::InvalidRequest, "a message must be a JSON object");
-    return;
-  }
-  auto method_it = message.find("method");
-  auto id_it = message.find("id");
-  bool has_id = id_it != message.end();
-  if (has_id && !id_it->is_string() && !id_it->is_number_integer()) {
-    reply_error(nullptr, ErrorCode::InvalidRequest, "id must be an integer or a string");
-    return;
-  }
-  if (method_it == message.end()) {
-    // A response to a request of ours: the server sends none that need an answer.
-    if (!has_id) reply_error(nullptr, ErrorCode::InvalidRequest, "message has no method");
-    return;
-  }
-  if (!method_it->is_string()) {
-    if (has_id) reply_error(*id_it, ErrorCode::InvalidRequest, "method must be a string");
-    return;
-  }
-  const std::string method = method_it->get<std::string>();
-  const json& id = has_id ? *id_it : json();
-  static const json kNoParams = json::object();
-  auto params_it = message.find("params");
-  const json& params = params_it == message.end() ? kNoParams : *params_it;
-  trace(has_id ? "received request '" + method + "'" : "received notification '" + method + "'",
-        &params);
-
-  if (has_id) {
-    if (state_ == State::Uninitialized && method != "initialize") {
-      reply_error(id, ErrorCode::ServerNotInitialized, "the server is not initialized yet");
-      return;
-    }
-    if (state_ == State::ShutDown) {
-      reply_error(id, ErrorCode::InvalidRequest, "the server is shut down; only 'exit' is accepted");
-      return;
-    }
-    auto it = request_table().find(method);
-    if (it == request_table().end()) {
-      reply_error(id, ErrorCode::MethodNotFound, "unknown method '" + method + "'");
-      return;
-    }
-    try {
-      (this->*(it->second))(id, params);
-    } catch (const InvalidParams& e) {
-      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.message);
-    } catch (const json::exception& e) {
-      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.what());
-    }
-    return;
-  }
-
-  if (state_ == State::Uninitialized && method != "exit") {
-    spdlog::warn("session {}: dropped notification '{}' before initialize", id_, method);
-    return;
-  }
-  auto it = notification_table().find(method);
-  if (it == notification_table().end()) {
-    if (method.rfind("$/", 0) != 0) spdlog::debug("session {}: ignored notification '{}'", id_, method);
-    return;
-  }
-  try {
-    (this->*(it->second))(params);
-  } catch (const InvalidParams& e) {
-    log_to_client(1, method + ": " + e.message);
-  } catch (const json::exception& e) {
-    log_to_client(1, method + ": " + e.what());
-  }
-}
-
-void Session::reply(const json& id, json result) { out_.send(make_response(id, std::move(result))); }
-
-void Session::reply_error(const json& id, ErrorCode code, std::string_view message) {
-  out_.send(make_error(id, code, message));
-}
-
-void Session::notify(std::string_view method, json params) {
-  out_.send(make_notification(method, std::move(params)));
-}
-
-void Session::log_to_client(int type, const std::string& message) {
-  if (type == 1) {
-    spdlog::error("session {}: {}", id_, message);
-  } else if (type == 2) {
-    spdlog::warn("session {}: {}", id_, message);
-  } else {
-    spdlog::info("session {}: {}", id_, message);
-  }
-  notify("window/logMessage", {{"type", type}, {"message", "ghostline: " + message}});
-}
-
-void Session::trace(std::string_view message, const json* verbose) {
-  if (trace_ == "off") return;
-  json params = {{"message", message}};
-  if (trace_ == "verbose" && verbose) params["verbose"] = verbose->dump();
-  notify("$/logTrace", std::move(params));
-}
-
-std::string Session::document_key(const std::string& uri) const {
-  return std::to_string(id_) + "\n" + uri;
-}
-
-TextDocument* Session::find_document(const std::string& uri) {
-  auto it = documents_.find(uri);
-  return it == documents_.end() ? nullptr : it->second.get();
-}
-
-// ---- lifecycle ----
-
-void Session::on_initialize(const json& id, const json& params) {
-  if (state_ != State::Uninitialized) {
-    reply_error(id, ErrorCode::InvalidRequest, "initialize was already received");
-    return;
-  }
-  if (!params.is_object()) throw InvalidParams{"params must be an object"};
-  const json options = params.value("initializationOptions", json::object());
-  if (!options_.auth_token.empty()) {
-    if (!options.is_object() || options.value("authToken", std::string()) != options_.auth_token) {
-      spdlog::warn("session {}: initialize without the right auth token; closing", id_);
-      reply_error(id, ErrorCode::InvalidRequest,
-                  "authentication failed: initializationOptions.authToken is missing or wrong");
-      out_.close();
-      exited_ = true;
-      return;
-    }
-  }
-  // Position encoding: the client's most preferred one that we support; UTF-16 by default.
-  encoding_ = PositionEncoding::Utf16;
-  if (auto caps = params.find("capabilities"); caps != params.end() && caps->is_object()) {
-    auto general = caps->find("general");
-    if (general != caps->end() && general->is_object()) {
-      auto encodings = general->find("positionEncodings");
-      if (encodings != general->end() && encodings->is_array()) {
-        for (const auto& e : *encodings) {
-          if (!e.is_string()) continue;
-          if (auto parsed = parse_position_encoding(e.get<std::string>())) {
-            encoding_ = *parsed;
-            break;
+  // stdin may be a pipe, a file or a terminal: read it on its own thread with blocking reads.
+  std::thread reader([&io, &session, &exit_code] {
+    std::array<char, 64 * 1024> buffer;
+    for (;;) {
+      ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        asio::post(io, [&io, &session, &exit_code] {
+          if (!session.exited()) {
+            spdlog::info("stdin closed without 'exit'");
+            session.on_disconnect();
           }
+          exit_code = session.exit_code();
+          io.stop();
+        });
+        return;
+      }
+      std::string chunk(buffer.data(), static_cast<size_t>(n));
+      asio::post(io, [&io, &session, &exit_code, chunk = std::move(chunk)] {
+        if (session.exited()) return;
+        session.on_bytes(chunk);
+        if (session.exited()) {
+          exit_code = session.exit_code();
+          io.stop();
         }
-      }
+      });
     }
-  }
-  if (auto t = params.find("trace"); t != params.end() && t->is_string()) trace_ = t->get<std::string>();
-  if (options.is_object()) apply_settings(options);
-  state_ = State::Running;
-  json capabilities = {
-      {"positionEncoding", to_string(encoding_)},
-      {"textDocumentSync",
-       {{"openClose", true}, {"change", 2 /* incremental */}, {"save", {{"includeText", false}}}}},
-      {"inlineCompletionProvider", json::object()},
-      {"completionProvider", {{"resolveProvider", false}, {"triggerCharacters", json::array()}}},
-      {"experimental", {{"ghostlineStats", true}}},
-  };
-  reply(id, {{"capabilities", capabilities},
-             {"serverInfo", {{"name", "ghostline"}, {"version", GHOSTLINE_VERSION_STRING}}}});
-  spdlog::info("session {}: initialized (position encoding {}, completer: {})", id_,
-               to_string(encoding_), completer_.describe());
+  });
+  // The reader may be blocked in read() when the session exits; the process ends anyway.
+  reader.detach();
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {} received; stopping", sig);
+    session.on_disconnect();
+    io.stop();
+  });
+  io.run();
+  impl_->scheduler.stop();
+  return exit_code;
 }
 
-void Session::on_initialized(const json&) {
-  if (!completer_.ready()) {
-    log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
-    warned_no_model_ = true;
-  }
-}
+int Server::run_listen(const ListenAddress& address) {
+  auto& io = impl_->io;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  std::unique_ptr<asio::ip::tcp::acceptor> tcp;
+  std::unique_ptr<asio::local::stream_protocol::acceptor> local;
 
-void Session::on_shutdown(const json& id, const json&) {
-  auto pending = std::move(pending_);
-  pending_.clear();
-  for (auto& [rid, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
-  state_ = State::ShutDown;
-  reply(id, nullptr);
-}
-
-void Session::on_exit(const json&) {
-  exit_code_ = state_ == State::ShutDown ? 0 : 1;
-  on_disconnect();
-  out_.close();
-}
-
-void Session::on_set_trace(const json& params) {
-  std::string value = string_member(params, "value");
-  if (value != "off" && value != "messages" && value != "verbose")
-    throw InvalidParams{"trace value must be off, messages or verbose"};
-  trace_ = value;
-}
-
-void Session::apply_settings(const json& s) {
-  if (!s.is_object()) return;
-  auto read_int = [&](const char* key, int* out, int lo, int hi) {
-    auto it = s.find(key);
-    if (it == s.end()) return;
-    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
-      log_to_client(2, std::string("setting '") + key + "' must be an integer in [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]; ignored");
-      return;
-    }
-    *out = it->get<int>();
-  };
-  read_int("debounceMs", &settings_.debounce_ms, 0, 2000);
-  read_int("maxTokens", &settings_.max_tokens, 0, 4096);
-  read_int("deadlineMs", &settings_.deadline_ms, 0, 60000);
-  if (auto it = s.find("enabled"); it != s.end()) {
-    if (it->is_boolean()) {
-      settings_.enabled = it->get<bool>();
+  if (address.kind == ListenAddress::Kind::Tcp) {
+    boost::system::error_code ec;
+    asio::ip::address host;
+    if (address.host == "localhost") {
+      host = asio::ip::address_v4::loopback();
     } else {
-      log_to_client(2, "setting 'enabled' must be a boolean; ignored");
+      host = asio::ip::make_address(address.host, ec);
+      if (ec) throw std::runtime_error("invalid listen host '" + address.host + "': " + ec.message());
     }
-  }
-}
-
-void Session::on_did_change_configuration(const json& params) {
-  const json& settings = member(params, "settings");
-  // Clients send either our section alone or all settings with ours under "ghostline".
-  if (settings.is_object() && settings.contains("ghostline")) {
-    apply_settings(settings["ghostline"]);
+    asio::ip::tcp::endpoint endpoint(host, static_cast<unsigned short>(address.port));
+    tcp = std::make_unique<asio::ip::tcp::acceptor>(io);
+    tcp->open(endpoint.protocol());
+    tcp->set_option(asio::socket_base::reuse_address(true));
+    tcp->bind(endpoint, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + address.host + ":" + std::to_string(address.port) + ": " + ec.message());
+    tcp->listen();
+    // Port 0 binds an ephemeral port; print it so that scripts can connect.
+    spdlog::info("listening on tcp:{}:{}", address.host, tcp->local_endpoint().port());
+    std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(), tcp->local_endpoint().port());
+    impl_->accept<asio::ip::tcp::acceptor, asio::ip::tcp::socket>(*tcp);
   } else {
-    apply_settings(settings);
-  }
-}
-
-// ---- documents ----
-
-void Session::on_did_open(const json& params) {
-  const json& doc = member(params, "textDocument");
-  std::string uri = string_member(doc, "uri");
-  std::string language = string_member(doc, "languageId");
-  int64_t version = int_member(doc, "version");
-  std::string text = string_member(doc, "text");
-  if (documents_.count(uri)) spdlog::warn("session {}: didOpen of an open document {}; replaced", id_, uri);
-  documents_[uri] = std::make_shared<TextDocument>(uri, language, version, std::move(text));
-}
-
-void Session::on_did_change(const json& params) {
-  const json& doc = member(params, "textDocument");
-  std::string uri = string_member(doc, "uri");
-  int64_t version = int_member(doc, "version");
-  const json& changes = member(params, "contentChanges");
-  if (!changes.is_array()) throw InvalidParams{"contentChanges must be an array"};
-  auto it = documents_.find(uri);
-  if (it == documents_.end()) {
-    log_to_client(1, "didChange for " + uri + ", which is not open; change ignored");
-    return;
-  }
-  // Copy on write: a running request may still hold the previous text.
-  auto updated = it->second.use_count() > 1 ? std::make_shared<TextDocument>(*it->second) : it->second;
-  for (const auto& change : changes) {
-    if (!change.is_object()) throw InvalidParams{"a content change must be an object"};
-    std::string text = string_member(change, "text");
-    std::optional<Range> range;
-    if (auto r = change.find("range"); r != change.end()) range = parse_range(*r);
-    if (!updated->apply_change(range, text, encoding_)) {
-      log_to_client(1, "didChange for " + uri + " has a range outside the document (" +
-                           to_json(*range).dump() + ", " + std::to_string(updated->line_count()) +
-                           " lines); the whole change was ignored. Reopen the file to resync.");
-      scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
-      return;
+    struct stat st;
+    if (::stat(address.path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode))
+        throw std::runtime_error("'" + address.path + "' exists and is not a socket; refusing to replace it");
+      asio::local::stream_protocol::socket probe(io);
+      boost::system::error_code ec;
+      probe.connect(asio::local::stream_protocol::endpoint(address.path), ec);
+      if (!ec) throw std::runtime_error("another daemon is already listening on " + address.path);
+      ::unlink(address.path.c_str());  // stale socket of a daemon that died
     }
-  }
-  updated->set_version(version);
-  it->second = std::move(updated);
-  // Answers the document's pending request; work the user is typing through is kept.
-  scheduler_.document_changed(document_key(uri), it->second->text());
-}
-
-void Session::on_did_save(const json& params) {
-  std::string uri = uri_of(params);
-  if (!documents_.count(uri)) log_to_client(2, "didSave for " + uri + ", which is not open");
-}
-
-void Session::on_did_close(const json& params) {
-  std::string uri = uri_of(params);
-  scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
-  if (documents_.erase(uri) == 0) log_to_client(2, "didClose for " + uri + ", which is not open");
-}
-
-// ---- completion ----
-
-void Session::on_inline_completion(const json& id, const json& params) {
-  submit_completion(id, params, Style::Inline);
-}
-
-void Session::on_completion(const json& id, const json& params) {
-  submit_completion(id, params, Style::Completion);
-}
-
-void Session::submit_completion(const json& id, const json& params, Style style) {
-  std::string uri = uri_of(params);
-  Position position = parse_position(member(params, "position"));
-  auto it = documents_.find(uri);
-  if (it == documents_.end()) {
-    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open (send didOpen first)");
-    return;
-  }
-  std::shared_ptr<const TextDocument> snapshot = it->second;
-  auto cursor = snapshot->offset_of(position, encoding_);
-  if (!cursor) {
-    reply_error(id, ErrorCode::InvalidParams,
-                "position " + to_json(position).dump() + " is outside the document (" +
-                    std::to_string(snapshot->line_count()) + " lines)");
-    return;
-  }
-  auto empty = [&] {
-    reply(id, style == Style::Inline ? json{{"items", json::array()}}
-                                     : json{{"isIncomplete", true}, {"items", json::array()}});
-  };
-  if (!settings_.enabled) return empty();
-  if (!completer_.ready()) {
-    if (!warned_no_model_) {
-      log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
-      warned_no_model_ = true;
-    }
-    return empty();
+    local = std::make_unique<asio::local::stream_protocol::acceptor>(io);
+    boost::system::error_code ec;
+    asio::local::stream_protocol::endpoint endpoint(address.path);
+    local->open(endpoint.protocol());
+    local->bind(endpoint, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + address.path + ": " + ec.message());
+    ::chmod(address.path.c_str(), 0600);  // only this user's editors may connect
+    local->listen();
+    spdlog::info("listening on unix:{}", address.path);
+    std::fprintf(stderr, "ghostline: listening on unix:%s\n", address.path.c_str());
+    impl_->accept<asio::local::stream_protocol::acceptor, asio::local::stream_protocol::socket>(*local);
   }
 
-  CompletionRequest request;
-  request.uri = uri;
-  request.language_id = snapshot->language_id();
-  request.version = snapshot->version();
-  request.text = snapshot->text();
-  request.cursor = *cursor;
-  request.max_tokens = settings_.max_tokens;
-  request.deadline_ms = settings_.deadline_ms;
-  if (style == Style::Inline) {
-    const json& context = params.value("context", json::object());
-    if (context.is_object()) {
-      if (context.value("triggerKind", 2) == 1) request.trigger = TriggerKind::Invoked;
-      if (auto sel = context.find("selectedCompletionInfo"); sel != context.end() && sel->is_object()) {
-        Range r = parse_range(member(*sel, "range"));
-        auto b = snapshot->offset_of(r.start, encoding_);
-        auto e = snapshot->offset_of(r.end, encoding_);
-        if (!b || !e || *e < *b) throw InvalidParams{"selectedCompletionInfo.range is outside the document"};
-        request.has_selected = true;
-        request.selected_begin = *b;
-        request.selected_end = *e;
-        request.selected_text = string_member(*sel, "text");
-      }
-    }
-  } else {
-    request.trigger = TriggerKind::Invoked;
-  }
-
-  std::string key = id.dump();
-  if (pending_.count(key)) {
-    reply_error(id, ErrorCode::InvalidRequest, "a request with id " + key + " is already pending");
-    return;
-  }
-  size_t cursor_offset = *cursor;
-  pending_[key] = 0;
-  auto job = scheduler_.submit(
-      document_key(uri), std::move(request),
-      [this, id, key, style, snapshot, cursor_offset](Outcome outcome) {
-        pending_.erase(key);
-        reply_completion(id, style, outcome, snapshot, cursor_offset);
-      },
-      std::chrono::milliseconds(settings_.debounce_ms));
-  // The job may have been answered synchronously (scheduler stopping); then it is gone.
-  if (auto p = pending_.find(key); p != pending_.end()) p->second = job;
-}
-
-void Session::reply_completion(const json& id, Style style, const Outcome& outcome,
-                               const std::shared_ptr<const TextDocument>& snapshot, size_t cursor) {
-  if (exited_) return;
-  if (outcome.kind == Outcome::Kind::Cancelled) {
-    reply_error(id, ErrorCode::RequestCancelled, outcome.error);
-    return;
-  }
-  if (outcome.kind == Outcome::Kind::Failed) {
-    spdlog::error("session {}: completion failed: {}", id_, outcome.error);
-    reply_error(id, ErrorCode::RequestFailed, "completion failed: " + outcome.error);
-    return;
-  }
-  const CompletionResult& r = outcome.result;
-  spdlog::debug("session {}: completion of {} bytes (queue {:.1f} ms, model {:.1f} ms)", id_,
-                r.insert_text.size(), outcome.queue_ms, outcome.complete_ms);
-  if (r.insert_text.empty()) {
-    reply(id, style == Style::Inline ? json{{"items", json::array()}}
-                                     : json{{"isIncomplete", true}, {"items", json::array()}});
-    return;
-  }
-  size_t begin = std::min(r.replace_begin, cursor), end = std::max(r.replace_end, cursor);
-  Range range{snapshot->position_of(begin, encoding_), snapshot->position_of(end, encoding_)};
-  if (style == Style::Inline) {
-    json item = {{"insertText", r.insert_text}, {"range", to_json(range)}};
-    reply(id, {{"items", json::array({item})}});
-    return;
-  }
-  // Plain completion: clients filter items by the word before the cursor, so the edit covers
-  // that word and the text starts with it.
-  const std::string& text = snapshot->text();
-  size_t word = begin;
-  while (word > 0 && is_identifier_char(text[word - 1])) --word;
-  std::string word_text = text.substr(word, begin - word);
-  std::string new_text = word_text + r.insert_text;
-  std::string label = new_text.substr(0, new_text.find('\n'));
-  if (label.size() > 80) label = label.substr(0, 77) + "...";
-  Range edit_range{snapshot->position_of(word, encoding_), range.end};
-  json item = {{"label", label},
-               {"kind", 1},
-               {"filterText", new_text},
-               {"insertTextFormat", 1},
-               {"textEdit", {{"range", to_json(edit_range)}, {"newText", new_text}}},
-               {"detail", "ghostline"}};
-  reply(id, {{"isIncomplete", true}, {"items", json::array({item})}});
-}
-
-void Session::on_cancel_request(const json& params) {
-  const json& rid = member(params, "id");
-  auto it = pending_.find(rid.dump());
-  if (it == pending_.end()) return;  // already answered: nothing to do
-  scheduler_.cancel(it->second, Scheduler::CancelReason::Client);
-}
-
-void Session::on_stats(const json& id, const json&) {
-  auto c = scheduler_.counters();
-  json recent = json::array();
-  for (const auto& r : scheduler_.recent_stats()) recent.push_back(json::parse(r));
-  auto counters = json::parse(completer_.counters_json(), nullptr, false);
-  reply(id, {{"completer", completer_.describe()},
-             {"completerCounters", counters.is_object() ? counters : json::object()},
-             {"recent", std::move(recent)},
-             {"scheduler",
-              {{"submitted", c.submitted},
-               {"completed", c.completed},
-               {"failed", c.failed},
-               {"cancelledByClient", c.cancelled_by_client},
-               {"superseded", c.superseded},
-               {"invalidatedByEdit", c.invalidated_by_edit},
-               {"dropped", c.dropped},
-               {"completerCalls", c.completer_calls},
-               {"answeredFromMemory", c.answered_from_memory},
-               {"keptRunning", c.kept_running},
-               {"keptFinished", c.kept_finished},
-               {"prefetchStarted", c.prefetch_started},
-               {"prefetchFinished", c.prefetch_finished},
-               {"prefetchPreempted", c.prefetch_preempted},
-               {"stoppedRuns", c.stopped_runs},
-               {"stepsAfterCancel", c.steps_after_cancel},
-               {"maxStepsAfterCancel", c.max_steps_after_cancel}}},
-             {"session", {{"documents", documents_.size()}, {"positionEncoding", to_string(encoding_)}}}});
-}
-
-// The daemon's copy of an open document, so that a client (the replay harness, a test) can
-// check that its edits were applied as it meant them.
-void Session::on_document_text(const json& id, const json& params) {
-  std::string uri = uri_of(params);
-  auto it = documents_.find(uri);
-  if (it == documents_.end()) {
-    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open");
-    return;
-  }
-  reply(id, {{"uri", uri}, {"version", it->second->version()}, {"text", it->second->text()}});
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {} received; stopping", sig);
+    io.stop();
+  });
+  io.run();
+  impl_->scheduler.stop();
+  if (local) ::unlink(address.path.c_str());
+  return 0;
 }
 
 }  // namespace ghostline::lsp

@@ -1,131 +1,44 @@
-// One client's LSP session: lifecycle, documents, configuration and the method table. Runs on
-// the I/O thread only; the transport feeds it bytes and carries its messages out.
+// Carries LSP sessions over stdio, TCP or a unix socket. All sessions of one server share one
+// Scheduler (and so one engine); each connection has its own Session and documents.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
-#include <string_view>
-#include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "lsp/completer.h"
-#include "lsp/json_rpc.h"
-#include "lsp/scheduler.h"
-#include "lsp/text_document.h"
+#include "lsp/session.h"
 
 namespace ghostline::lsp {
 
 class Recorder;
 
-// Where a session's outgoing messages go (a pipe, a socket, a test).
-class MessageSink {
+struct ListenAddress {
+  enum class Kind { Tcp, Unix } kind;
+  std::string host;  // Tcp
+  int port = 0;      // Tcp
+  std::string path;  // Unix
+};
+
+// Parses "tcp:HOST:PORT", "tcp:PORT" (loopback) or "unix:PATH"; throws std::invalid_argument.
+ListenAddress parse_listen_address(const std::string& text);
+bool is_loopback_host(const std::string& host);
+
+class Server {
  public:
-  virtual ~MessageSink() = default;
-  virtual void send(const nlohmann::json& message) = 0;
-  // Ends the connection after what was sent has been written.
-  virtual void close() = 0;
-};
+  Server(Completer& completer, ServerOptions options, Recorder* recorder);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 
-// Settings a client can change (initializationOptions, workspace/didChangeConfiguration).
-struct SessionSettings {
-  bool enabled = true;
-  int debounce_ms = 10;
-  int max_tokens = 0;    // 0: the completer's default
-  int deadline_ms = 0;   // 0: the completer's default
-};
-
-struct ServerOptions {
-  size_t max_message_bytes = 16u << 20;
-  std::string auth_token;  // when set, initialize must carry initializationOptions.authToken
-  SessionSettings defaults;
-};
-
-class Session {
- public:
-  Session(int id, MessageSink& out, Scheduler& scheduler, const Completer& completer,
-          const ServerOptions& options, Recorder* recorder);
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  // Bytes from the client.
-  void on_bytes(std::string_view bytes);
-  // The client went away (EOF or error): cancels its work. `mid_message` is logged.
-  void on_disconnect();
-
-  bool exited() const { return exited_; }
-  // 0 after shutdown then exit, 1 for exit without shutdown or a lost connection.
-  int exit_code() const { return exit_code_; }
-  int id() const { return id_; }
+  // Serves one session on stdin/stdout until exit or EOF; returns the process exit code.
+  int run_stdio();
+  // Accepts connections until SIGINT/SIGTERM; returns the exit code. Throws
+  // std::runtime_error when the address cannot be bound.
+  int run_listen(const ListenAddress& address);
 
  private:
-  using RequestHandler = void (Session::*)(const nlohmann::json& id, const nlohmann::json& params);
-  using NotificationHandler = void (Session::*)(const nlohmann::json& params);
-  static const std::unordered_map<std::string_view, RequestHandler>& request_table();
-  static const std::unordered_map<std::string_view, NotificationHandler>& notification_table();
-
-  void on_message(std::string_view body);
-  void dispatch(const nlohmann::json& message);
-
-  // Requests.
-  void on_initialize(const nlohmann::json& id, const nlohmann::json& params);
-  void on_shutdown(const nlohmann::json& id, const nlohmann::json& params);
-  void on_inline_completion(const nlohmann::json& id, const nlohmann::json& params);
-  void on_completion(const nlohmann::json& id, const nlohmann::json& params);
-  void on_stats(const nlohmann::json& id, const nlohmann::json& params);
-  void on_document_text(const nlohmann::json& id, const nlohmann::json& params);
-  // Notifications.
-  void on_initialized(const nlohmann::json& params);
-  void on_exit(const nlohmann::json& params);
-  void on_cancel_request(const nlohmann::json& params);
-  void on_set_trace(const nlohmann::json& params);
-  void on_did_change_configuration(const nlohmann::json& params);
-  void on_did_open(const nlohmann::json& params);
-  void on_did_change(const nlohmann::json& params);
-  void on_did_save(const nlohmann::json& params);
-  void on_did_close(const nlohmann::json& params);
-
-  enum class Style { Inline, Completion };
-  void submit_completion(const nlohmann::json& id, const nlohmann::json& params, Style style);
-  void reply_completion(const nlohmann::json& id, Style style, const Outcome& outcome,
-                        const std::shared_ptr<const TextDocument>& snapshot, size_t cursor);
-
-  void reply(const nlohmann::json& id, nlohmann::json result);
-  void reply_error(const nlohmann::json& id, ErrorCode code, std::string_view message);
-  void notify(std::string_view method, nlohmann::json params);
-  // window/logMessage (1 error, 2 warning, 3 info, 4 log) and the daemon's log.
-  void log_to_client(int type, const std::string& message);
-  void trace(std::string_view message, const nlohmann::json* verbose);
-  void apply_settings(const nlohmann::json& settings);
-  std::string document_key(const std::string& uri) const;
-  TextDocument* find_document(const std::string& uri);
-
-  int id_;
-  MessageSink& out_;
-  Scheduler& scheduler_;
-  const Completer& completer_;
-  ServerOptions options_;
-  SessionSettings settings_;
-  Recorder* recorder_;
-  FrameDecoder decoder_;
-
-  enum class State { Uninitialized, Running, ShutDown };
-  State state_ = State::Uninitialized;
-  bool exited_ = false;
-  int exit_code_ = 1;
-  PositionEncoding encoding_ = PositionEncoding::Utf16;
-  std::string trace_ = "off";
-  bool warned_no_model_ = false;
-
-  // Documents are held by shared_ptr so that a request can keep the snapshot it was made on.
-  std::map<std::string, std::shared_ptr<TextDocument>> documents_;
-  // Pending completion requests by JSON-RPC id (dumped), for $/cancelRequest.
-  std::unordered_map<std::string, Scheduler::JobId> pending_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ghostline::lsp

@@ -2,39 +2,15 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
+
 namespace ghostline::lsp {
 namespace {
 
 // Length of the UTF-8 sequence starting at s[i] and its code point, or 0 if it is invalid.
 size_t decode_utf8(std::string_view s, size_t i, char32_t* cp) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  unsigned char c = b(0);
-  size_t len;
-  char32_t v;
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  } else if ((c & 0xE0) == 0xC0) {
-    len = 2;
-    v = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3;
-    v = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4;
-    v = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((b(k) & 0xC0) != 0x80) return 0;
-    v = (v << 6) | (b(k) & 0x3F);
-  }
-  // Reject overlong forms, surrogates and values past U+10FFFF.
-  static constexpr char32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-  if (v < kMin[len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-  *cp = v;
+  const size_t len = utf8_sequence_length(s.substr(i));
+  if (len > 0) *cp = utf8_decode_lenient(s, i);
   return len;
 }
 

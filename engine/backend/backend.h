@@ -26,9 +26,19 @@ struct ForwardBatch {
   int n_logits = 1;
 };
 
-enum class ForwardPath {
-  Fast,       // SIMD kernels, quantized activations, thread pool
+enum class BackendKind {
+  Cpu,        // SIMD kernels chosen at run time, quantized activations, thread pool
   Reference,  // the plain math with dequantized weights, one thread: the test oracle
+};
+
+// What verifying several tokens in one forward costs on a backend; speculative decoding sizes
+// its proposals from it.
+struct VerifyCost {
+  // The most tokens one forward computes with the logits of single steps, bit for bit (the
+  // last accepted token and up to max_tokens - 1 proposals).
+  int max_tokens = 1;
+  // Each token beside the first adds this share of a single decode step.
+  double per_token = 1.0;
 };
 
 class Backend {
@@ -36,18 +46,21 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual int threads() const = 0;
+  virtual VerifyCost verify_cost() const = 0;
   // Writes K/V of the batch into its blocks and n_logits x n_vocab floats into `logits`.
   virtual void forward(const ForwardBatch& batch, std::span<float> logits) = 0;
 };
 
 struct BackendOptions {
+  BackendKind kind = BackendKind::Cpu;
   int threads = 1;
-  ForwardPath path = ForwardPath::Fast;
   int max_batch_tokens = 64;  // scratch is sized for batches up to this many tokens
 };
 
-// The CPU backend over `model` and `pool` (both must outlive it).
-std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool,
-                                          const BackendOptions& options);
+// The backend of options.kind over `model` and `pool` (both must outlive it).
+std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options);
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options);
+std::unique_ptr<Backend> make_reference_backend(const Model& model, KvBlockPool& pool);
 
 }  // namespace ghostline::engine

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine {
 namespace {

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace ghostline::engine {
 namespace {

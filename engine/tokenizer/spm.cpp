@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/tokenizer/tokenizer_impl.h"
-#include "engine/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace ghostline::engine {
 

@@ -8,7 +8,7 @@
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer_impl.h"
-#include "engine/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace ghostline::engine {
 

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu {
 namespace {

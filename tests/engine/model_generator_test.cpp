@@ -38,7 +38,7 @@ std::vector<float> copy(std::span<const float> s) {
   return {s.begin(), s.end()};
 }
 
-class GeneratorTest : public testing::TestWithParam<ForwardPath> {
+class GeneratorTest : public testing::TestWithParam<BackendKind> {
  protected:
   static void SetUpTestSuite() { model_ = Model::load(kModel, {.lock_resident = false}); }
   static void TearDownTestSuite() { model_.reset(); }
@@ -47,11 +47,11 @@ class GeneratorTest : public testing::TestWithParam<ForwardPath> {
     return KvBlockPool(model_->config().n_layer, model_->config().kv_dim(), 4 << 20);
   }
   Generator make_generator(KvBlockPool& pool, int chunk) {
-    return Generator(*model_, pool, {.threads = 2, .path = GetParam(), .chunk_tokens = chunk});
+    return Generator(*model_, pool, {.threads = 2, .backend = GetParam(), .chunk_tokens = chunk});
   }
   // The fast path runs different kernels for different batch sizes (the order of sums
   // changes); the reference path computes every token alone, so its results are identical.
-  double tolerance() const { return GetParam() == ForwardPath::Reference ? 0.0 : 1e-3; }
+  double tolerance() const { return GetParam() == BackendKind::Reference ? 0.0 : 1e-3; }
 
   static std::unique_ptr<Model> model_;
 };
@@ -179,12 +179,15 @@ TEST_P(GeneratorTest, GenerateHonoursStopConditions) {
             std::vector<int32_t>(full.tokens.begin(), full.tokens.begin() + stop_at));
   pool.release(seq);
 
-  // The stop rule callback sees the tokens so far.
-  auto rule = gen.generate(seq, ids, {.max_tokens = 6, .should_stop = [](auto generated) {
-                                        return generated.size() == 2;
+  // The stop rule callback sees each token as it is accepted.
+  std::vector<int32_t> seen;
+  auto rule = gen.generate(seq, ids, {.max_tokens = 6, .should_stop = [&](int32_t token) {
+                                        seen.push_back(token);
+                                        return seen.size() == 2;
                                       }});
   EXPECT_EQ(rule.reason, StopReason::Callback);
   EXPECT_EQ(rule.tokens.size(), 2u);
+  EXPECT_EQ(seen, rule.tokens);
   pool.release(seq);
 
   // Cancelling after the third token stops before another step is run.
@@ -257,9 +260,9 @@ TEST_P(GeneratorTest, PoolExhaustionIsReported) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GeneratorTest,
-                         testing::Values(ForwardPath::Fast, ForwardPath::Reference),
+                         testing::Values(BackendKind::Cpu, BackendKind::Reference),
                          [](const auto& info) {
-                           return info.param == ForwardPath::Fast ? "fast" : "reference";
+                           return info.param == BackendKind::Cpu ? "fast" : "reference";
                          });
 
 }  // namespace

@@ -238,8 +238,8 @@ TEST_F(ModelLoadTest, TinyModelFastPathMatchesReference) {
     }
     auto model = Model::load(write(m, qwen ? "q.gguf" : "l.gguf"), {.lock_resident = false});
     KvBlockPool pool(model->config().n_layer, model->config().kv_dim(), 1 << 20);
-    Generator fast(*model, pool, {.threads = 2, .path = ForwardPath::Fast, .chunk_tokens = 5});
-    Generator ref(*model, pool, {.threads = 1, .path = ForwardPath::Reference, .chunk_tokens = 64});
+    Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 5});
+    Generator ref(*model, pool, {.threads = 1, .backend = BackendKind::Reference, .chunk_tokens = 64});
     std::vector<int32_t> ids;
     for (int i = 0; i < 37; ++i) ids.push_back((i * 5 + 1) % 8);
     KvSequence a, b;

@@ -55,11 +55,11 @@ struct ModelSpec {
   double max_diff_in_std;    // bound on max |ours - llama.cpp| of last_logits, in std units
   double min_top1_fraction;  // of all positions of all cases
   bool greedy_must_match;
-  ForwardPath path;
+  BackendKind backend;
 };
 
 std::string spec_name(const testing::TestParamInfo<ModelSpec>& info) {
-  std::string s = info.param.name + (info.param.path == ForwardPath::Fast ? "_fast" : "_reference");
+  std::string s = info.param.name + (info.param.backend == BackendKind::Cpu ? "_fast" : "_reference");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
@@ -74,7 +74,7 @@ TEST_P(ReferenceLogitsTest, MatchesLlamaCpp) {
   auto model = Model::load(kModels + spec.name + ".gguf", {.lock_resident = false});
   const ModelConfig& c = model->config();
   KvBlockPool pool(c.n_layer, c.kv_dim(), 8 << 20);
-  Generator gen(*model, pool, {.threads = 2, .path = spec.path, .chunk_tokens = 16});
+  Generator gen(*model, pool, {.threads = 2, .backend = spec.backend, .chunk_tokens = 16});
 
   int positions = 0, top1_same = 0, strict_same = 0;
   double worst = 0;
@@ -107,7 +107,7 @@ TEST_P(ReferenceLogitsTest, MatchesLlamaCpp) {
 
     // Greedy continuation, one decode step at a time (on the fast path only: the reference
     // path's logits were checked above, and its steps are slow).
-    if (spec.path == ForwardPath::Reference) {
+    if (spec.backend == BackendKind::Reference) {
       pool.release(seq);
       continue;
     }
@@ -140,16 +140,16 @@ TEST_P(ReferenceLogitsTest, MatchesLlamaCpp) {
 // weights: 0.15 std and top-1 at >= 90% of positions (llama.cpp also quantizes activations).
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, ReferenceLogitsTest,
-    testing::Values(ModelSpec{"ref-llama-spm-f16", 0.01, 1.0, true, ForwardPath::Reference},
-                    ModelSpec{"ref-llama-spm-f16", 0.01, 1.0, true, ForwardPath::Fast},
-                    ModelSpec{"ref-llama-spm-q4_k_m", 0.15, 0.9, false, ForwardPath::Reference},
-                    ModelSpec{"ref-llama-spm-q4_k_m", 0.15, 0.9, false, ForwardPath::Fast},
-                    ModelSpec{"ref-qwen2-dscoder-q8_0", 0.15, 0.9, false, ForwardPath::Reference},
-                    ModelSpec{"ref-qwen2-dscoder-q8_0", 0.15, 0.9, false, ForwardPath::Fast},
-                    ModelSpec{"ref-qwen2-dscoder-q4_0", 0.15, 0.9, false, ForwardPath::Reference},
-                    ModelSpec{"ref-qwen2-dscoder-q4_0", 0.15, 0.9, false, ForwardPath::Fast},
-                    ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, ForwardPath::Reference},
-                    ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, ForwardPath::Fast}),
+    testing::Values(ModelSpec{"ref-llama-spm-f16", 0.01, 1.0, true, BackendKind::Reference},
+                    ModelSpec{"ref-llama-spm-f16", 0.01, 1.0, true, BackendKind::Cpu},
+                    ModelSpec{"ref-llama-spm-q4_k_m", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-llama-spm-q4_k_m", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-q8_0", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-q8_0", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-q4_0", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-q4_0", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, BackendKind::Cpu}),
     spec_name);
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 #include <gtest/gtest.h>
 

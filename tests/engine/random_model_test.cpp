@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 #include "engine/generator.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -52,8 +52,8 @@ TEST_P(RandomModelTest, LoadsAndFastPathMatchesReference) {
   EXPECT_EQ(tok.decode(ids), text);
 
   KvBlockPool pool(c.n_layer, c.kv_dim(), 1 << 20);
-  Generator fast(*model, pool, {.threads = 2, .path = ForwardPath::Fast, .chunk_tokens = 16});
-  Generator ref(*model, pool, {.threads = 1, .path = ForwardPath::Reference, .chunk_tokens = 64});
+  Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 16});
+  Generator ref(*model, pool, {.threads = 1, .backend = BackendKind::Reference, .chunk_tokens = 64});
   KvSequence a, b;
   ASSERT_TRUE(fast.forward(a, ids));
   ASSERT_TRUE(ref.forward(b, ids));

@@ -88,8 +88,8 @@ void BM_SpeculativeDecode(benchmark::State& state) {
   for (auto _ : state) {
     // Running statistics per iteration, shared by its prompts as the daemon shares them per
     // document language.
-    AdaptiveK k_draft = mode == kDraftK4 ? AdaptiveK(4, 4, 4, 0.0) : AdaptiveK::for_draft();
-    AdaptiveK k_ngram = AdaptiveK::for_ngram();
+    AdaptiveK k_draft = mode == kDraftK4 ? AdaptiveK(4, 4, 4, 0.0) : AdaptiveK::for_draft(s.target.gen->verify_cost());
+    AdaptiveK k_ngram = AdaptiveK::for_ngram(s.target.gen->verify_cost());
     for (const auto& prompt : s.prompts) {
       KvSequence seq, draft_seq;
       if (use_draft && !cold) {
@@ -147,7 +147,7 @@ void BM_SpeculativeCancelWaste(benchmark::State& state) {
   int cancels = 0, wasted = 0, max_wasted = 0;
   uint64_t rng = 12345;
   for (auto _ : state) {
-    AdaptiveK k_draft = AdaptiveK::for_draft(), k_ngram = AdaptiveK::for_ngram();
+    AdaptiveK k_draft = AdaptiveK::for_draft(s.target.gen->verify_cost()), k_ngram = AdaptiveK::for_ngram(s.target.gen->verify_cost());
     for (const auto& prompt : s.prompts) {
       std::atomic<bool> cancel{false};
       rng = rng * 6364136223846793005ull + 1442695040888963407ull;

@@ -65,12 +65,12 @@ struct Engine {
   std::unique_ptr<KvBlockPool> pool;
   std::unique_ptr<Generator> gen;
 
-  Engine(const char* path, ForwardPath path_kind, int chunk = 32) {
+  Engine(const char* path, BackendKind path_kind, int chunk = 32) {
     model = Model::load(path, {.lock_resident = false});
     const ModelConfig& c = model->config();
     pool = std::make_unique<KvBlockPool>(c.n_layer, c.kv_dim(), 16 << 20);
     gen = std::make_unique<Generator>(
-        *model, *pool, GeneratorOptions{.threads = 2, .path = path_kind, .chunk_tokens = chunk});
+        *model, *pool, GeneratorOptions{.threads = 2, .backend = path_kind, .chunk_tokens = chunk});
   }
 };
 
@@ -87,15 +87,16 @@ class IdentityChecker {
 
   SpeculationStats check(std::span<const int32_t> prompt, const GenerateOptions& options, Mode mode,
                          AdaptiveK& k_draft, AdaptiveK& k_ngram, const std::string& label) {
+    // Each run gets its own copy of the options: a stop rule's state starts afresh.
     KvSequence plain_seq;
-    const auto plain = target_.gen->generate(plain_seq, prompt, options);
+    const auto plain = target_.gen->generate(plain_seq, prompt, GenerateOptions(options));
     KvSequence seq, draft_seq;
     const Speculation spec{.draft = mode == Mode::Ngram ? nullptr : draft_.gen.get(),
                            .draft_seq = &draft_seq,
                            .ngram = mode != Mode::Draft,
                            .k_draft = &k_draft,
                            .k_ngram = &k_ngram};
-    const auto r = generate_speculative(*target_.gen, seq, prompt, options, spec);
+    const auto r = generate_speculative(*target_.gen, seq, prompt, GenerateOptions(options), spec);
     EXPECT_EQ(r.tokens, plain.tokens) << label << " " << mode_name(mode);
     EXPECT_EQ(r.reason, plain.reason) << label << " " << mode_name(mode);
     EXPECT_EQ(seq.n_tokens, plain_seq.n_tokens) << label << " " << mode_name(mode);
@@ -117,8 +118,8 @@ class IdentityChecker {
 class ShippedPairTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    target_ = std::make_unique<Engine>(kTarget, ForwardPath::Fast);
-    draft_ = std::make_unique<Engine>(kDraft, ForwardPath::Fast);
+    target_ = std::make_unique<Engine>(kTarget, BackendKind::Cpu);
+    draft_ = std::make_unique<Engine>(kDraft, BackendKind::Cpu);
   }
   static void TearDownTestSuite() {
     target_.reset();
@@ -152,7 +153,7 @@ TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
                                           "../shared/data/models/ref-qwen2-dscoder-q6_k.gguf",
                                           odd_ffn.string()};
   for (const std::string& path : paths) {
-    Engine e(path.c_str(), ForwardPath::Fast);
+    Engine e(path.c_str(), BackendKind::Cpu);
     std::vector<int32_t> ids(27);
     for (size_t i = 0; i < ids.size(); ++i)
       ids[i] = int32_t((i * 7919 + 13) % size_t(e.model->config().n_vocab - 10) + 5);
@@ -182,9 +183,9 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
   ASSERT_GE(prompts.size(), 30u);
   IdentityChecker checker(*target_, *draft_);
   // The draft-only run uses a zero cost so that the draft proposes every round.
-  AdaptiveK always_draft(1, 7, 4, 0.0), k_draft = AdaptiveK::for_draft(),
-                                        k_ngram = AdaptiveK::for_ngram(),
-                                        k_ngram_only = AdaptiveK::for_ngram();
+  AdaptiveK always_draft(1, 7, 4, 0.0), k_draft = AdaptiveK::for_draft(target_->gen->verify_cost()),
+                                        k_ngram = AdaptiveK::for_ngram(target_->gen->verify_cost()),
+                                        k_ngram_only = AdaptiveK::for_ngram(target_->gen->verify_cost());
   SpeculationStats draft_stats, ngram_stats, both_stats;
   for (size_t i = 0; i < prompts.size(); ++i) {
     // Short runs too, so that max_tokens cuts proposals.
@@ -208,7 +209,7 @@ TEST_F(ShippedPairTest, StopRulesMatchThePlainLoop) {
   const auto prompts = code_prompts(target_->model->tokenizer(), 1, 150);
   ASSERT_FALSE(prompts.empty());
   IdentityChecker checker(*target_, *draft_);
-  AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram();
+  AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram(target_->gen->verify_cost());
   for (size_t i = 0; i < prompts.size(); ++i) {
     KvSequence seq;
     const auto full = target_->gen->generate(seq, prompts[i], {.max_tokens = 24});
@@ -221,7 +222,7 @@ TEST_F(ShippedPairTest, StopRulesMatchThePlainLoop) {
         checker.check(prompts[i], stop, m, always_draft, k_ngram, label + " stop token");
     }
     const GenerateOptions rule{.max_tokens = 24,
-                               .should_stop = [](auto generated) { return generated.size() == 6; }};
+                               .should_stop = [n = 0](int32_t) mutable { return ++n == 6; }};
     for (Mode m : {Mode::Draft, Mode::Ngram, Mode::Both})
       checker.check(prompts[i], rule, m, always_draft, k_ngram, label + " stop rule");
     for (int max_tokens : {0, 1, 2}) {
@@ -377,7 +378,7 @@ TEST_F(ShippedPairTest, DraftKvHoldsOnlyAcceptedTokens) {
 
 TEST_F(ShippedPairTest, SampledRunCompletesWithValidTokens) {
   const auto prompts = code_prompts(target_->model->tokenizer(), 1, 120);
-  AdaptiveK k_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram();
+  AdaptiveK k_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram(target_->gen->verify_cost());
   SpeculationStats stats;
   for (size_t p = 0; p < prompts.size(); ++p) {
     KvSequence seq, draft_seq;
@@ -410,7 +411,7 @@ TEST_F(ShippedPairTest, SampledRunCompletesWithValidTokens) {
 }
 
 TEST_F(ShippedPairTest, DraftWithAnotherVocabularyIsRejected) {
-  Engine other(kRefF16, ForwardPath::Fast);
+  Engine other(kRefF16, BackendKind::Cpu);
   KvSequence seq, draft_seq;
   const std::vector<int32_t> prompt = {10, 11, 12};
   EXPECT_THROW(generate_speculative(*target_->gen, seq, prompt, {.max_tokens = 4},
@@ -422,9 +423,9 @@ TEST_F(ShippedPairTest, DraftWithAnotherVocabularyIsRejected) {
 // The reference path computes every token alone, so identity holds there by construction of
 // the arithmetic; this checks the bookkeeping on another vocabulary and model family.
 TEST(SpeculativeReferenceTest, GreedyOutputIsIdenticalOnTheReferencePath) {
-  Engine target(kRefF16, ForwardPath::Reference, 16), draft(kRefQ4K, ForwardPath::Reference, 16);
+  Engine target(kRefF16, BackendKind::Reference, 16), draft(kRefQ4K, BackendKind::Reference, 16);
   IdentityChecker checker(target, draft);
-  AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram();
+  AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram(target.gen->verify_cost());
   SpeculationStats stats;
   for (int p = 0; p < 2; ++p) {
     // Random weights make repetitive output: n-gram lookup finds matches.

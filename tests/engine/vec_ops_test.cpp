@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu {
 namespace {

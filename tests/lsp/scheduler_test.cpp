@@ -200,6 +200,11 @@ class RememberingCompleter : public Completer {
   bool has_last_ = false;
 };
 
+// The edit of typing `text` at byte `pos`.
+std::vector<DocumentEdit> insert_at(size_t pos, std::string text) {
+  return {DocumentEdit{.uri = "doc", .version = 2, .begin = pos, .end = pos, .new_text = std::move(text)}};
+}
+
 CompletionRequest at(std::string text, size_t cursor) {
   CompletionRequest r;
   r.uri = "file:///a";
@@ -219,7 +224,7 @@ TEST(Scheduler, TypingAtTheCursorKeepsTheRunningWorkForTheNextRequest) {
   std::optional<Outcome> first, second;
   s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
   wait_for([&] { return completer.steps.load() > 0; });
-  s.document_changed("doc", "abc");  // the user typed "c" at the cursor
+  s.document_edited("doc", insert_at(2, "c"), "abc");  // the user typed "c" at the cursor
   ASSERT_TRUE(first);
   EXPECT_EQ(first->kind, Outcome::Kind::Cancelled);  // the client asked for "ab|": it is told no
   s.submit("doc", at("abc", 3), [&](Outcome o) { second = o; });
@@ -235,6 +240,22 @@ TEST(Scheduler, TypingAtTheCursorKeepsTheRunningWorkForTheNextRequest) {
   EXPECT_EQ(c.stopped_runs, 0u);
 }
 
+TEST(Scheduler, CorrectingWhatWasTypedAtTheCursorKeepsTheWork) {
+  FakeIoThread io;
+  RememberingCompleter completer(100000);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  s.submit("doc", at("ab", 2), [](Outcome) {});
+  wait_for([&] { return completer.steps.load() > 0; });
+  s.document_edited("doc", insert_at(2, "cd"), "abcd");
+  // A backspace over what was typed, then more typing: still at the cursor.
+  s.document_edited("doc", {{DocumentEdit{.uri = "doc", .version = 3, .begin = 3, .end = 4, .new_text = ""}}}, "abc");
+  s.document_edited("doc", insert_at(3, "e"), "abce");
+  EXPECT_EQ(s.counters().stopped_runs, 0u);
+  // Deleting a character before the cursor is not typing there.
+  s.document_edited("doc", {{DocumentEdit{.uri = "doc", .version = 5, .begin = 0, .end = 1, .new_text = ""}}}, "bce");
+  wait_for([&] { return s.counters().stopped_runs == 1; });
+}
+
 TEST(Scheduler, AnEditThatIsNotTypingAtTheCursorStopsTheWork) {
   FakeIoThread io;
   RememberingCompleter completer(100000);
@@ -242,7 +263,7 @@ TEST(Scheduler, AnEditThatIsNotTypingAtTheCursorStopsTheWork) {
   std::optional<Outcome> first;
   s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
   wait_for([&] { return completer.steps.load() > 0; });
-  s.document_changed("doc", "xab");
+  s.document_edited("doc", insert_at(0, "x"), "xab");
   ASSERT_TRUE(first);
   EXPECT_EQ(first->kind, Outcome::Kind::Cancelled);
   wait_for([&] { return s.counters().stopped_runs == 1; });
@@ -257,7 +278,7 @@ TEST(Scheduler, KeptWorkStopsWhenTheNextRequestDoesNotContinueIt) {
   std::optional<Outcome> first, second;
   s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
   wait_for([&] { return completer.steps.load() > 0; });
-  s.document_changed("doc", "abc");
+  s.document_edited("doc", insert_at(2, "c"), "abc");
   EXPECT_EQ(s.counters().kept_running, 1u);
   s.submit("doc", at("abc", 0), [&](Outcome o) { second = o; });  // the cursor moved away
   wait_for([&] { return s.counters().stopped_runs == 1; });

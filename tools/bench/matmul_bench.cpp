@@ -12,7 +12,7 @@
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/matmul.h"
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 #include "engine/backend/cpu/thread_pool.h"
 #include "tools/bench/machine_limits.h"
 

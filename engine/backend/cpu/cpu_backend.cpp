@@ -7,12 +7,11 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/matmul.h"
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 #include "engine/backend/cpu/thread_pool.h"
 #include "engine/backend/cpu/vec_ops.h"
 #include "engine/model/model.h"
 #include "engine/model/model_weights.h"
-#include "engine/model/reference_forward.h"
 
 namespace ghostline::engine {
 namespace {
@@ -72,6 +71,13 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   int threads() const override { return threads_; }
+  // Up to kMatmulDecodeMaxTokens tokens go through the decode kernels, which compute each token
+  // alone. Each extra token costs about 0.45 of a step, measured on the shipped pair with 2
+  // threads (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): a model small
+  // enough to stay in cache is bound by compute; bandwidth-bound models pay less.
+  VerifyCost verify_cost() const override {
+    return {.max_tokens = static_cast<int>(cpu::kMatmulDecodeMaxTokens), .per_token = 0.45};
+  }
 
   void forward(const ForwardBatch& batch, std::span<float> logits) override {
     // Batches larger than the scratch are run in slices; attention is causal, so a slice
@@ -280,11 +286,20 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool,
                                           const BackendOptions& options) {
-  if (options.path == ForwardPath::Reference) return make_reference_backend(model, pool);
   BackendOptions o = options;
   o.threads = std::max(1, o.threads);
   o.max_batch_tokens = std::max(1, o.max_batch_tokens);
   return std::make_unique<CpuBackend>(model, pool, o);
+}
+
+std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options) {
+  switch (options.kind) {
+    case BackendKind::Reference:
+      return make_reference_backend(model, pool);
+    case BackendKind::Cpu:
+      break;
+  }
+  return make_cpu_backend(model, pool, options);
 }
 
 }  // namespace ghostline::engine

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "engine/backend/cpu/matmul_kernels.h"
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu::kernels {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/backend/cpu/matmul_kernels.h"
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu::kernels {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/backend/cpu/quant.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu {
 

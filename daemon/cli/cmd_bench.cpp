@@ -1,0 +1,147 @@
+// `ghostline bench -m FILE -p 512 -n 128 -t N`: prompt processing and generation speed in the
+// shape of llama-bench's table (pp512 / tg128, tokens per second, mean ± stddev over -r runs),
+// so that the two can be compared side by side; plus peak RSS.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+
+#include "base/clock.h"
+#include "daemon/cli/arg_parser.h"
+#include "daemon/cli/commands.h"
+#include "daemon/cli/model_command.h"
+#include "engine/generator.h"
+#include "engine/gguf/gguf_file.h"
+
+namespace ghostline::daemon {
+namespace {
+
+struct Figure {
+  double mean = 0, stddev = 0;
+};
+
+Figure summarize(const std::vector<double>& samples) {
+  Figure f;
+  for (double s : samples) f.mean += s;
+  f.mean /= double(samples.size());
+  if (samples.size() > 1) {
+    double sq = 0;
+    for (double s : samples) sq += (s - f.mean) * (s - f.mean);
+    f.stddev = std::sqrt(sq / double(samples.size() - 1));
+  }
+  return f;
+}
+
+// The type of most weight matrices, as llama-bench names a model "Q4_0" even when a few
+// tensors (e.g. the embedding) are stored in another type.
+std::string dominant_type(const engine::GgufFile& file) {
+  std::map<std::string, int> matrices;
+  for (const auto& t : file.tensors())
+    if (t.shape.size() == 2) ++matrices[std::string(engine::ggml_type_name(t.type))];
+  std::string best;
+  int most = 0;
+  for (const auto& [name, n] : matrices)
+    if (n > most) most = n, best = name;
+  return best;
+}
+
+}  // namespace
+
+int bench_main(std::span<char* const> args) {
+  std::string model_path;
+  int n_prompt = 512, n_gen = 128, threads = 2, reps = 5;
+  ArgParser parser("ghostline bench",
+                   "Measure prompt processing (ppN) and generation (tgN) speed like llama-bench.");
+  parser.option("-m,--model", "FILE", "the GGUF model", &model_path);
+  parser.option("-p,--n-prompt", "N", "prompt tokens processed in one batch (0: skip)", &n_prompt);
+  parser.option("-n,--n-gen", "N", "tokens generated one at a time (0: skip)", &n_gen);
+  parser.option("-t,--threads", "N", "compute threads", &threads);
+  parser.option("-r,--repetitions", "N", "runs per test (after one warm-up run)", &reps);
+  if (auto rc = parser.parse(args)) return *rc;
+  if (model_path.empty() || n_prompt < 0 || n_gen < 0 || reps < 1 || threads < 1) {
+    std::fprintf(stderr, "ghostline bench: need -m FILE, -p/-n >= 0, -r >= 1, -t >= 1\n\n%s",
+                 parser.help().c_str());
+    return 2;
+  }
+
+  using namespace engine;
+  return report_errors("bench", [&] {
+    auto model = load_model_for_command(model_path);
+    const ModelConfig& c = model->config();
+    const int max_tokens = std::max(n_prompt, n_gen);
+    if (max_tokens > model->n_ctx()) {
+      std::fprintf(stderr, "ghostline bench: %d tokens exceed the context length %d\n", max_tokens,
+                   model->n_ctx());
+      return 2;
+    }
+    auto pool_owner = kv_pool_for(*model, max_tokens);
+    KvBlockPool& pool = *pool_owner;
+    Generator gen(
+        *model, pool,
+        {.threads = threads, .backend = BackendKind::Cpu, .chunk_tokens = std::max(1, n_prompt)});
+
+    // Random token ids, as llama-bench uses: the speed does not depend on them.
+    std::mt19937 rng(1234);
+    std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+    for (int32_t& id : prompt) id = static_cast<int32_t>(rng() % uint32_t(c.n_vocab));
+
+    auto run_pp = [&] {
+      KvSequence seq;
+      const auto start = Clock::now();
+      gen.forward(seq, prompt);
+      const double s = std::chrono::duration<double>(Clock::now() - start).count();
+      pool.release(seq);
+      return n_prompt / s;
+    };
+    auto run_tg = [&] {
+      KvSequence seq;
+      int32_t token = static_cast<int32_t>(rng() % uint32_t(c.n_vocab));
+      const auto start = Clock::now();
+      for (int i = 0; i < n_gen; ++i) {
+        const int32_t step[1] = {token};
+        gen.forward(seq, step);
+        token = argmax(gen.logits(0));
+      }
+      const double s = std::chrono::duration<double>(Clock::now() - start).count();
+      pool.release(seq);
+      return n_gen / s;
+    };
+
+    const std::string label =
+        c.arch + " " + format_count(model->n_params()) + " " + dominant_type(model->file());
+    std::printf("| model | size | params | backend | threads | test | t/s |\n");
+    std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    auto row = [&](const std::string& test, const std::vector<double>& samples) {
+      const Figure f = summarize(samples);
+      std::printf("| %s | %s | %s | cpu | %d | %s | %.2f ± %.2f |\n", label.c_str(),
+                  format_bytes(model->weight_bytes()).c_str(),
+                  format_count(model->n_params()).c_str(), threads, test.c_str(), f.mean, f.stddev);
+      std::fflush(stdout);
+    };
+    if (n_prompt > 0) {
+      run_pp();  // warm-up
+      std::vector<double> samples;
+      for (int r = 0; r < reps; ++r) samples.push_back(run_pp());
+      row("pp" + std::to_string(n_prompt), samples);
+    }
+    if (n_gen > 0) {
+      run_tg();
+      std::vector<double> samples;
+      for (int r = 0; r < reps; ++r) samples.push_back(run_tg());
+      row("tg" + std::to_string(n_gen), samples);
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    std::printf("\npeak RSS: %s (weights %s, KV budget %s)\n",
+                format_bytes(uint64_t(usage.ru_maxrss) * 1024).c_str(),
+                format_bytes(model->weight_bytes()).c_str(),
+                format_bytes(pool.stats().bytes_total).c_str());
+    return 0;
+  });
+}
+
+}  // namespace ghostline::daemon

@@ -1,0 +1,64 @@
+// `ghostline make-model -o FILE`: a GGUF file with random weights of a real model's shape
+// (default: Qwen2.5-Coder-0.5B) for benchmarks.
+#include <cstdio>
+#include <string>
+
+#include "daemon/cli/arg_parser.h"
+#include "daemon/cli/commands.h"
+#include "daemon/cli/model_command.h"
+#include "engine/gguf/ggml_type.h"
+#include "engine/model/random_model.h"
+
+namespace ghostline::daemon {
+
+int make_model_main(std::span<char* const> args) {
+  engine::RandomModelSpec spec;
+  std::string out_path, type = "Q8_0";
+  int seed = 1;
+  bool untied = false;
+  ArgParser parser("ghostline make-model",
+                   "Write a GGUF model with random weights (default shape: Qwen2.5-Coder-0.5B).");
+  parser.option("-o,--output", "FILE", "the file to write", &out_path);
+  parser.option("--type", "TYPE", "weight type: F32, F16, Q8_0 or Q4_0", &type);
+  parser.option("--arch", "ARCH", "qwen2 or llama", &spec.arch);
+  parser.option("--vocab", "N", "vocabulary size", &spec.n_vocab);
+  parser.option("--embd", "N", "embedding size", &spec.n_embd);
+  parser.option("--layers", "N", "transformer blocks", &spec.n_layer);
+  parser.option("--heads", "N", "attention heads", &spec.n_head);
+  parser.option("--kv-heads", "N", "key/value heads (grouped-query attention)", &spec.n_head_kv);
+  parser.option("--ff", "N", "feed-forward size", &spec.n_ff);
+  parser.option("--ctx", "N", "context length", &spec.n_ctx);
+  parser.option("--seed", "S", "random seed", &seed);
+  parser.flag("--untied", "write a separate output matrix instead of tying it to the embedding",
+              &untied);
+  if (auto rc = parser.parse(args)) return *rc;
+  if (out_path.empty()) {
+    std::fprintf(stderr, "ghostline make-model: -o FILE is required\n\n%s", parser.help().c_str());
+    return 2;
+  }
+  bool known = false;
+  for (uint32_t id = 0; id < 64; ++id)
+    if (auto t = engine::ggml_type_traits(id); t && t->name == type) {
+      spec.type = static_cast<engine::GgmlType>(id);
+      known = true;
+    }
+  if (!known) {
+    std::fprintf(stderr, "ghostline make-model: unknown type '%s' (F32, F16, Q8_0, Q4_0)\n",
+                 type.c_str());
+    return 2;
+  }
+  spec.tied_output = !untied;
+  spec.seed = static_cast<uint64_t>(seed);
+  try {
+    engine::write_random_model(out_path, spec);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ghostline make-model: %s\n", e.what());
+    return 1;
+  }
+  std::printf("wrote %s (%s %s, embd %d, %d layers, %d heads, %d kv heads, ffn %d, vocab %d)\n",
+              out_path.c_str(), spec.arch.c_str(), type.c_str(), spec.n_embd, spec.n_layer,
+              spec.n_head, spec.n_head_kv, spec.n_ff, spec.n_vocab);
+  return 0;
+}
+
+}  // namespace ghostline::daemon

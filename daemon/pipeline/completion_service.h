@@ -1,0 +1,22 @@
+// The completion pipeline behind the LSP server: document text -> FIM prompt -> engine ->
+// post-processed completion, one timed stage per step (see completion_service.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "daemon/pipeline/engine_options.h"
+#include "lsp/completer.h"
+
+namespace ghostline::daemon {
+
+// Where the default model is looked for: models/ beside the source tree the binary was built
+// from, or $GHOSTLINE_MODEL_DIR.
+std::string default_model_path();
+
+// Loads the model and returns the completer. When no model file exists the completer says so
+// (ready() is false) rather than pretending; a model that exists but cannot be loaded throws
+// with the reason.
+std::unique_ptr<lsp::Completer> make_completion_service(const EngineOptions& options);
+
+}  // namespace ghostline::daemon

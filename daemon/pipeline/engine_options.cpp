@@ -1,0 +1,27 @@
+#include "daemon/pipeline/engine_options.h"
+
+namespace ghostline::daemon {
+
+namespace {
+constexpr struct {
+  SpeculationMode mode;
+  const char* name;
+} kModes[] = {{SpeculationMode::Auto, "auto"},
+              {SpeculationMode::Ngram, "ngram"},
+              {SpeculationMode::Draft, "draft"},
+              {SpeculationMode::Off, "off"}};
+}  // namespace
+
+std::optional<SpeculationMode> parse_speculation_mode(std::string_view word) {
+  for (const auto& m : kModes)
+    if (word == m.name) return m.mode;
+  return std::nullopt;
+}
+
+const char* speculation_mode_name(SpeculationMode mode) {
+  for (const auto& m : kModes)
+    if (mode == m.mode) return m.name;
+  return "?";
+}
+
+}  // namespace ghostline::daemon

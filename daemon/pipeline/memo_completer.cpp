@@ -1,0 +1,54 @@
+#include "daemon/pipeline/memo_completer.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ghostline::daemon {
+
+MemoCompleter::MemoCompleter(std::unique_ptr<lsp::Completer> inner, bool prefetch)
+    : inner_(std::move(inner)), prefetch_(prefetch) {}
+
+std::optional<lsp::CompletionResult> MemoCompleter::recall(const lsp::CompletionRequest& request) {
+  if (request.has_selected) return std::nullopt;
+  auto recalled = memory_.recall(request.uri, request.text, request.cursor);
+  if (!recalled) return std::nullopt;
+  lsp::CompletionResult result;
+  result.insert_text = std::move(recalled->rest);
+  result.replace_begin = result.replace_end = request.cursor;
+  result.stats = {{"fromMemory", true}, {"typedThrough", recalled->typed}};
+  return result;
+}
+
+lsp::CompletionResult MemoCompleter::complete(const lsp::CompletionRequest& request,
+                                              const lsp::CancelToken& cancel) {
+  // Queued behind work that has meanwhile made what this request needs.
+  if (auto result = recall(request)) return std::move(*result);
+  ++inner_calls_;
+  lsp::CompletionResult result = inner_->complete(request, cancel);
+  // A cancelled run may have stopped anywhere: only whole completions are remembered.
+  if (!cancel.cancelled() && !request.has_selected && result.replace_begin == request.cursor &&
+      result.replace_end == request.cursor)
+    memory_.remember(request.uri, request.text, request.cursor, result.insert_text);
+  return result;
+}
+
+std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(const lsp::CompletionRequest& request,
+                                                               const lsp::CompletionResult& result) {
+  if (!prefetch_ || result.insert_text.empty() || request.has_selected ||
+      result.replace_begin != request.cursor || result.replace_end != request.cursor)
+    return std::nullopt;
+  // The document as it is once the user accepts the completion.
+  lsp::CompletionRequest next = request;
+  next.text.insert(request.cursor, result.insert_text);
+  next.cursor = request.cursor + result.insert_text.size();
+  next.trigger = lsp::TriggerKind::Automatic;
+  return next;
+}
+
+std::string MemoCompleter::counters_json() const {
+  auto s = memory_.stats();
+  return nlohmann::json{{"modelCalls", inner_calls_.load()},
+                        {"memory", {{"remembered", s.remembered}, {"recalls", s.recalls}, {"hits", s.hits}}}}
+      .dump();
+}
+
+}  // namespace ghostline::daemon

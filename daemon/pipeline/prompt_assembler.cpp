@@ -1,0 +1,165 @@
+#include "daemon/pipeline/prompt_assembler.h"
+
+#include <algorithm>
+
+#include <xxhash.h>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ghostline::daemon {
+
+namespace {
+
+// Bytes that comfortably hold `tokens` tokens of code, so that only the text near the cursor
+// is tokenized.
+size_t bytes_for(int tokens) { return static_cast<size_t>(tokens) * 6 + 256; }
+
+// Window edges snap to this grid so that they stay put while the user types.
+constexpr size_t kWindowGrid = 4096;
+// Segments end at the first line end after this many bytes.
+constexpr size_t kSegmentBytes = 512;
+constexpr size_t kMaxCachedSegments = 8192;
+
+size_t line_start_at_or_after(std::string_view text, size_t pos) {
+  if (pos == 0) return 0;
+  size_t nl = text.find('\n', pos - 1);
+  return nl == std::string_view::npos ? text.size() : nl + 1;
+}
+
+}  // namespace
+
+PromptAssembler::PromptAssembler(const engine::Tokenizer& tokenizer, FimTokens fim, FimMode mode)
+    : tokenizer_(tokenizer), fim_(std::move(fim)), mode_(fim_.pre < 0 ? FimMode::PrefixOnly : mode) {}
+
+// `continuation` is false only for the segment that opens the prefix: a SentencePiece
+// vocabulary puts a space in front of a text, and only there (for byte-level BPE the two are
+// the same).
+const std::vector<int32_t>& PromptAssembler::segment_tokens(std::string_view segment, bool continuation,
+                                                            int* tokenized) {
+  uint64_t key = XXH3_64bits_withSeed(segment.data(), segment.size(), continuation ? 1 : 0);
+  auto it = segment_cache_.find(key);
+  if (it != segment_cache_.end()) return it->second;
+  if (segment_cache_.size() >= kMaxCachedSegments) segment_cache_.clear();
+  ++*tokenized;
+  auto tokens = continuation ? tokenizer_.encode_continuation(segment) : tokenizer_.encode(segment);
+  return segment_cache_.emplace(key, std::move(tokens)).first->second;
+}
+
+void PromptAssembler::append_segments(std::string_view text, bool opens_prefix,
+                                      std::vector<std::vector<int32_t>>& out, int* tokenized) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.size();
+    if (text.size() - pos > kSegmentBytes) {
+      // Cut after a line end where separate encoding gives the tokens of the whole text, if
+      // one comes soon; otherwise after the first line end.
+      size_t nl = text.find('\n', pos + kSegmentBytes);
+      size_t exact = nl;
+      while (exact != std::string_view::npos && exact < pos + 4 * kSegmentBytes &&
+             !tokenizer_.splits_exactly_at(text, exact + 1))
+        exact = text.find('\n', exact + 1);
+      if (exact != std::string_view::npos && exact < pos + 4 * kSegmentBytes) nl = exact;
+      if (nl != std::string_view::npos) end = nl + 1;
+    }
+    out.push_back(segment_tokens(text.substr(pos, end - pos), !(opens_prefix && pos == 0), tokenized));
+    pos = end;
+  }
+}
+
+Prompt PromptAssembler::build(std::string_view text, size_t cursor, const PromptLimits& limits) {
+  Prompt p;
+  p.mode = mode_;
+  cursor = std::min(cursor, text.size());
+
+  // Prefix: from a line start on the grid before the budget, to the cursor. Whole lines before
+  // the cursor's line are cached segments; the cursor's line up to the cursor is tokenized
+  // afresh (a keystroke changes only it).
+  size_t budget = bytes_for(limits.max_prefix_tokens);
+  size_t begin = 0;
+  if (cursor > budget) {
+    begin = line_start_at_or_after(text, (cursor - budget) / kWindowGrid * kWindowGrid);
+    begin = std::min(begin, cursor);
+    p.truncated = true;
+  }
+  size_t line_begin = cursor == 0 ? std::string_view::npos : text.rfind('\n', cursor - 1);
+  line_begin = std::max(begin, line_begin == std::string_view::npos ? 0 : line_begin + 1);
+  std::vector<std::vector<int32_t>> prefix_segments;
+  append_segments(text.substr(begin, line_begin - begin), true, prefix_segments, &p.segments_tokenized);
+  std::string_view line = text.substr(line_begin, cursor - line_begin);
+  std::vector<int32_t> current_line =
+      line_begin == begin ? tokenizer_.encode(line) : tokenizer_.encode_continuation(line);
+  ++p.segments_tokenized;
+
+  // Drop whole leading segments until the prefix fits its token limit.
+  size_t total = current_line.size();
+  for (const auto& s : prefix_segments) total += s.size();
+  size_t first = 0;
+  while (total > static_cast<size_t>(limits.max_prefix_tokens) && first < prefix_segments.size()) {
+    total -= prefix_segments[first++].size();
+    p.truncated = true;
+  }
+  std::vector<int32_t> prefix;
+  prefix.reserve(total);
+  for (size_t i = first; i < prefix_segments.size(); ++i)
+    prefix.insert(prefix.end(), prefix_segments[i].begin(), prefix_segments[i].end());
+  prefix.insert(prefix.end(), current_line.begin(), current_line.end());
+  if (static_cast<int>(prefix.size()) > limits.max_prefix_tokens) {  // one enormous line
+    prefix.erase(prefix.begin(), prefix.end() - limits.max_prefix_tokens);
+  }
+  p.segments = static_cast<int>(prefix_segments.size() - first) + 1;
+
+  // Suffix: from the cursor to a line end past the budget, its end on the grid too.
+  std::vector<int32_t> suffix;
+  if (p.mode != FimMode::PrefixOnly && limits.max_suffix_tokens > 0 && cursor < text.size()) {
+    size_t end = text.size();
+    size_t sbudget = bytes_for(limits.max_suffix_tokens);
+    if (text.size() - cursor > sbudget) {
+      end = std::min(text.size(), line_start_at_or_after(text, (cursor + sbudget + kWindowGrid - 1) / kWindowGrid * kWindowGrid));
+      p.truncated = true;
+    }
+    // The rest of the cursor's line is its own segment; whole lines after it are cached.
+    size_t line_end = std::min(end, line_start_at_or_after(text, cursor + 1));
+    suffix = tokenizer_.encode_continuation(text.substr(cursor, line_end - cursor));
+    ++p.segments_tokenized;
+    std::vector<std::vector<int32_t>> suffix_segments;
+    append_segments(text.substr(line_end, end - line_end), false, suffix_segments, &p.segments_tokenized);
+    for (const auto& s : suffix_segments) {
+      if (suffix.size() >= static_cast<size_t>(limits.max_suffix_tokens)) break;
+      suffix.insert(suffix.end(), s.begin(), s.end());
+    }
+    p.segments += 1 + static_cast<int>(suffix_segments.size());
+    if (static_cast<int>(suffix.size()) > limits.max_suffix_tokens) {
+      suffix.resize(limits.max_suffix_tokens);
+      p.truncated = true;
+    }
+  }
+  p.prefix_tokens = static_cast<int>(prefix.size());
+  p.suffix_tokens = static_cast<int>(suffix.size());
+
+  const FimTokens& fim = fim_;
+  auto& t = p.tokens;
+  t.reserve(prefix.size() + suffix.size() + 4);
+  if (fim.add_bos) t.push_back(fim.bos);
+  switch (p.mode) {
+    case FimMode::PrefixOnly:
+      t.insert(t.end(), prefix.begin(), prefix.end());
+      break;
+    case FimMode::Psm:
+      t.push_back(fim.pre);
+      t.insert(t.end(), prefix.begin(), prefix.end());
+      t.push_back(fim.suf);
+      t.insert(t.end(), suffix.begin(), suffix.end());
+      t.push_back(fim.mid);
+      break;
+    case FimMode::Spm:
+      t.push_back(fim.suf);
+      t.insert(t.end(), suffix.begin(), suffix.end());
+      t.push_back(fim.pre);
+      t.insert(t.end(), prefix.begin(), prefix.end());
+      t.push_back(fim.mid);
+      break;
+  }
+  return p;
+}
+
+}  // namespace ghostline::daemon

@@ -1,0 +1,55 @@
+#include "engine/stop_conditions.h"
+
+#include <algorithm>
+
+#include "base/clock.h"
+
+namespace ghostline::engine {
+
+StopConditions::StopConditions(const GenerateOptions& options, std::vector<int32_t> stop_tokens)
+    : options_(options), stop_tokens_(std::move(stop_tokens)) {}
+
+bool StopConditions::accept(int32_t token, GenerateResult& r) const {
+  if (std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end()) {
+    r.reason = StopReason::StopToken;
+    return false;
+  }
+  r.tokens.push_back(token);
+  if (options_.on_token) options_.on_token(token);
+  if (options_.should_stop && options_.should_stop(token)) {
+    r.reason = StopReason::Callback;
+    return false;
+  }
+  if (static_cast<int>(r.tokens.size()) >= options_.max_tokens) {
+    r.reason = StopReason::MaxTokens;
+    return false;
+  }
+  if (is_set(options_.cancel)) {
+    r.reason = StopReason::Cancelled;
+    return false;
+  }
+  return true;
+}
+
+bool StopConditions::may_forward(GenerateResult& r) const {
+  if (is_set(options_.cancel)) {
+    r.reason = StopReason::Cancelled;
+    return false;
+  }
+  if (options_.deadline && Clock::now() >= *options_.deadline) {
+    r.reason = StopReason::Deadline;
+    return false;
+  }
+  return true;
+}
+
+bool StopConditions::may_extend(int seq_tokens, int n_ctx, GenerateResult& r) const {
+  if (!may_forward(r)) return false;
+  if (seq_tokens >= n_ctx) {
+    r.reason = StopReason::ContextFull;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ghostline::engine

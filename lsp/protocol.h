@@ -1,0 +1,163 @@
+// The LSP messages Ghostline speaks, as plain structs with from_json/to_json beside them (the
+// nlohmann conventions, so `params.get<DidOpenTextDocumentParams>()` and `json j = item;` work).
+// The session's handlers receive these; the replay client and the tests build their messages
+// from the same structs. from_json throws InvalidParams naming the field that is wrong.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lsp/text_document.h"
+
+namespace ghostline::lsp {
+
+// Params of the wrong shape: a request is answered with -32602, a notification is reported to
+// the user.
+struct InvalidParams {
+  std::string message;
+};
+
+void from_json(const nlohmann::json& j, Position& p);
+void to_json(nlohmann::json& j, const Position& p);
+void from_json(const nlohmann::json& j, Range& r);
+void to_json(nlohmann::json& j, const Range& r);
+
+struct TextDocumentIdentifier {
+  std::string uri;
+};
+struct VersionedTextDocumentIdentifier {
+  std::string uri;
+  int64_t version = 0;
+};
+struct TextDocumentItem {
+  std::string uri;
+  std::string language_id;
+  int64_t version = 0;
+  std::string text;
+};
+
+// One entry of didChange's contentChanges: a range replacement, or (no range) the whole text.
+struct TextDocumentContentChangeEvent {
+  std::optional<Range> range;
+  std::string text;
+};
+
+struct DidOpenTextDocumentParams {
+  TextDocumentItem text_document;
+};
+struct DidChangeTextDocumentParams {
+  VersionedTextDocumentIdentifier text_document;
+  std::vector<TextDocumentContentChangeEvent> content_changes;
+};
+// didSave and didClose, and ghostline/documentText.
+struct TextDocumentParams {
+  TextDocumentIdentifier text_document;
+};
+struct TextDocumentPositionParams {
+  TextDocumentIdentifier text_document;
+  Position position;
+};
+
+enum class InlineCompletionTriggerKind { Invoked = 1, Automatic = 2 };
+struct SelectedCompletionInfo {
+  Range range;
+  std::string text;
+};
+struct InlineCompletionParams {
+  TextDocumentIdentifier text_document;
+  Position position;
+  InlineCompletionTriggerKind trigger_kind = InlineCompletionTriggerKind::Automatic;
+  std::optional<SelectedCompletionInfo> selected;
+};
+
+struct CancelParams {
+  nlohmann::json id;  // integer or string
+};
+struct SetTraceParams {
+  std::string value;  // off, messages or verbose
+};
+
+// Requests and notifications that take no params (any params are ignored).
+struct NoParams {};
+struct DidChangeConfigurationParams {
+  nlohmann::json settings;  // our section alone, or all settings with ours under "ghostline"
+};
+
+struct InitializeParams {
+  std::vector<std::string> position_encodings;  // capabilities.general.positionEncodings
+  nlohmann::json initialization_options = nlohmann::json::object();
+  std::optional<std::string> trace;
+};
+
+struct InlineCompletionItem {
+  std::string insert_text;
+  Range range;
+};
+struct InlineCompletionList {
+  std::vector<InlineCompletionItem> items;
+};
+
+struct TextEdit {
+  Range range;
+  std::string new_text;
+};
+struct CompletionItem {
+  std::string label;
+  std::string filter_text;
+  TextEdit text_edit;
+  std::string detail;
+};
+struct CompletionList {
+  bool is_incomplete = true;
+  std::vector<CompletionItem> items;
+};
+
+struct LogMessageParams {
+  int type = 3;  // 1 error, 2 warning, 3 info, 4 log
+  std::string message;
+};
+
+struct DocumentTextResult {
+  std::string uri;
+  int64_t version = 0;
+  std::string text;
+};
+
+void from_json(const nlohmann::json& j, TextDocumentIdentifier& v);
+void to_json(nlohmann::json& j, const TextDocumentIdentifier& v);
+void from_json(const nlohmann::json& j, VersionedTextDocumentIdentifier& v);
+void to_json(nlohmann::json& j, const VersionedTextDocumentIdentifier& v);
+void from_json(const nlohmann::json& j, TextDocumentItem& v);
+void to_json(nlohmann::json& j, const TextDocumentItem& v);
+void from_json(const nlohmann::json& j, TextDocumentContentChangeEvent& v);
+void to_json(nlohmann::json& j, const TextDocumentContentChangeEvent& v);
+void from_json(const nlohmann::json& j, DidOpenTextDocumentParams& v);
+void to_json(nlohmann::json& j, const DidOpenTextDocumentParams& v);
+void from_json(const nlohmann::json& j, DidChangeTextDocumentParams& v);
+void to_json(nlohmann::json& j, const DidChangeTextDocumentParams& v);
+void from_json(const nlohmann::json& j, TextDocumentParams& v);
+void to_json(nlohmann::json& j, const TextDocumentParams& v);
+void from_json(const nlohmann::json& j, TextDocumentPositionParams& v);
+void to_json(nlohmann::json& j, const TextDocumentPositionParams& v);
+void from_json(const nlohmann::json& j, InlineCompletionParams& v);
+void to_json(nlohmann::json& j, const InlineCompletionParams& v);
+void from_json(const nlohmann::json& j, CancelParams& v);
+void to_json(nlohmann::json& j, const CancelParams& v);
+void from_json(const nlohmann::json& j, SetTraceParams& v);
+void from_json(const nlohmann::json& j, InitializeParams& v);
+inline void from_json(const nlohmann::json&, NoParams&) {}
+void from_json(const nlohmann::json& j, DidChangeConfigurationParams& v);
+void to_json(nlohmann::json& j, const InlineCompletionItem& v);
+void to_json(nlohmann::json& j, const InlineCompletionList& v);
+void to_json(nlohmann::json& j, const TextEdit& v);
+void to_json(nlohmann::json& j, const CompletionItem& v);
+void to_json(nlohmann::json& j, const CompletionList& v);
+void to_json(nlohmann::json& j, const LogMessageParams& v);
+void to_json(nlohmann::json& j, const DocumentTextResult& v);
+void from_json(const nlohmann::json& j, DocumentTextResult& v);
+
+}  // namespace ghostline::lsp

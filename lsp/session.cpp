@@ -1,0 +1,504 @@
+#include "lsp/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include "lsp/recorder.h"
+#include "base/text.h"
+
+namespace ghostline::lsp {
+
+using nlohmann::json;
+
+
+Session::Session(int id, MessageSink& out, Scheduler& scheduler, const Completer& completer,
+                 const ServerOptions& options, Recorder* recorder)
+    : id_(id),
+      out_(out),
+      scheduler_(scheduler),
+      completer_(completer),
+      options_(options),
+      settings_(options.defaults),
+      recorder_(recorder),
+      decoder_(options.max_message_bytes) {
+  // Answers the document's pending request; work the user is typing through is kept.
+  documents_.add_listener([this](const std::string& uri, std::span<const DocumentEdit> edits) {
+    scheduler_.document_edited(document_key(uri), edits, documents_.find(uri)->text());
+  });
+}
+
+Session::~Session() { on_disconnect(); }
+
+const std::unordered_map<std::string_view, Session::RequestHandler>& Session::request_table() {
+  static const std::unordered_map<std::string_view, RequestHandler> table = {
+      {"initialize", &Session::request<InitializeParams, &Session::on_initialize>},
+      {"shutdown", &Session::request<NoParams, &Session::on_shutdown>},
+      {"textDocument/inlineCompletion", &Session::request<InlineCompletionParams, &Session::on_inline_completion>},
+      {"textDocument/completion", &Session::request<TextDocumentPositionParams, &Session::on_completion>},
+      {"ghostline/stats", &Session::request<NoParams, &Session::on_stats>},
+      {"ghostline/documentText", &Session::request<TextDocumentParams, &Session::on_document_text>},
+  };
+  return table;
+}
+
+const std::unordered_map<std::string_view, Session::NotificationHandler>&
+Session::notification_table() {
+  static const std::unordered_map<std::string_view, NotificationHandler> table = {
+      {"initialized", &Session::notification<NoParams, &Session::on_initialized>},
+      {"exit", &Session::notification<NoParams, &Session::on_exit>},
+      {"$/cancelRequest", &Session::notification<CancelParams, &Session::on_cancel_request>},
+      {"$/setTrace", &Session::notification<SetTraceParams, &Session::on_set_trace>},
+      {"workspace/didChangeConfiguration",
+       &Session::notification<DidChangeConfigurationParams, &Session::on_did_change_configuration>},
+      {"textDocument/didOpen", &Session::notification<DidOpenTextDocumentParams, &Session::on_did_open>},
+      {"textDocument/didChange", &Session::notification<DidChangeTextDocumentParams, &Session::on_did_change>},
+      {"textDocument/didSave", &Session::notification<TextDocumentParams, &Session::on_did_save>},
+      {"textDocument/didClose", &Session::notification<TextDocumentParams, &Session::on_did_close>},
+  };
+  return table;
+}
+
+void Session::on_bytes(std::string_view bytes) {
+  for (auto& event : decoder_.feed(bytes)) {
+    if (exited_) return;
+    if (auto* body = std::get_if<std::string>(&event)) {
+      on_message(*body);
+    } else {
+      const auto& error = std::get<FramingError>(event);
+      spdlog::error("session {}: {}", id_, error.message);
+      reply_error(nullptr, ErrorCode::ParseError, error.message);
+    }
+  }
+}
+
+void Session::on_disconnect() {
+  if (decoder_.mid_message() && !exited_)
+    spdlog::warn("session {}: client disconnected in the middle of a message", id_);
+  // Cancelling answers each request and erases it from pending_, so iterate a copy.
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
+  documents_.clear();
+  exited_ = true;
+}
+
+void Session::on_message(std::string_view body) {
+  json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (recorder_) recorder_->record(id_, message.is_discarded() ? nullptr : &message, body);
+  if (message.is_discarded()) {
+    // nlohmann's parser also rejects invalid UTF-8 in strings.
+    spdlog::error("session {}: message is not valid JSON (or not valid UTF-8)", id_);
+    reply_error(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
+    return;
+  }
+  if (message.is_array()) {
+    reply_error(nullptr, ErrorCode::InvalidRequest, "JSON-RPC batches are not supported by LSP");
+    return;
+  }
+  dispatch(message);
+}
+
+void Session::dispatch(const json& message) {
+  if (!message.is_object()) {
+    reply_error(nullptr, ErrorCode::InvalidRequest, "a message must be a JSON object");
+    return;
+  }
+  auto method_it = message.find("method");
+  auto id_it = message.find("id");
+  bool has_id = id_it != message.end();
+  if (has_id && !id_it->is_string() && !id_it->is_number_integer()) {
+    reply_error(nullptr, ErrorCode::InvalidRequest, "id must be an integer or a string");
+    return;
+  }
+  if (method_it == message.end()) {
+    // A response to a request of ours: the server sends none that need an answer.
+    if (!has_id) reply_error(nullptr, ErrorCode::InvalidRequest, "message has no method");
+    return;
+  }
+  if (!method_it->is_string()) {
+    if (has_id) reply_error(*id_it, ErrorCode::InvalidRequest, "method must be a string");
+    return;
+  }
+  const std::string method = method_it->get<std::string>();
+  const json& id = has_id ? *id_it : json();
+  static const json kNoParams = json::object();
+  auto params_it = message.find("params");
+  const json& params = params_it == message.end() ? kNoParams : *params_it;
+  trace(has_id ? "received request '" + method + "'" : "received notification '" + method + "'",
+        &params);
+
+  if (has_id) {
+    if (state_ == State::Uninitialized && method != "initialize") {
+      reply_error(id, ErrorCode::ServerNotInitialized, "the server is not initialized yet");
+      return;
+    }
+    if (state_ == State::ShutDown) {
+      reply_error(id, ErrorCode::InvalidRequest, "the server is shut down; only 'exit' is accepted");
+      return;
+    }
+    auto it = request_table().find(method);
+    if (it == request_table().end()) {
+      reply_error(id, ErrorCode::MethodNotFound, "unknown method '" + method + "'");
+      return;
+    }
+    try {
+      (this->*(it->second))(id, params);
+    } catch (const InvalidParams& e) {
+      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.message);
+    } catch (const json::exception& e) {
+      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.what());
+    }
+    return;
+  }
+
+  if (state_ == State::Uninitialized && method != "exit") {
+    spdlog::warn("session {}: dropped notification '{}' before initialize", id_, method);
+    return;
+  }
+  auto it = notification_table().find(method);
+  if (it == notification_table().end()) {
+    if (method.rfind("$/", 0) != 0) spdlog::debug("session {}: ignored notification '{}'", id_, method);
+    return;
+  }
+  try {
+    (this->*(it->second))(params);
+  } catch (const InvalidParams& e) {
+    log_to_client(1, method + ": " + e.message);
+  } catch (const json::exception& e) {
+    log_to_client(1, method + ": " + e.what());
+  }
+}
+
+void Session::reply(const json& id, json result) { out_.send(make_response(id, std::move(result))); }
+
+void Session::reply_error(const json& id, ErrorCode code, std::string_view message) {
+  out_.send(make_error(id, code, message));
+}
+
+void Session::notify(std::string_view method, json params) {
+  out_.send(make_notification(method, std::move(params)));
+}
+
+void Session::log_to_client(int type, const std::string& message) {
+  if (type == 1) {
+    spdlog::error("session {}: {}", id_, message);
+  } else if (type == 2) {
+    spdlog::warn("session {}: {}", id_, message);
+  } else {
+    spdlog::info("session {}: {}", id_, message);
+  }
+  notify("window/logMessage", LogMessageParams{.type = type, .message = "ghostline: " + message});
+}
+
+void Session::trace(std::string_view message, const json* verbose) {
+  if (trace_ == "off") return;
+  json params = {{"message", message}};
+  if (trace_ == "verbose" && verbose) params["verbose"] = verbose->dump();
+  notify("$/logTrace", std::move(params));
+}
+
+std::string Session::document_key(const std::string& uri) const {
+  return std::to_string(id_) + "\n" + uri;
+}
+
+// ---- lifecycle ----
+
+void Session::on_initialize(const json& id, const InitializeParams& params) {
+  if (state_ != State::Uninitialized) {
+    reply_error(id, ErrorCode::InvalidRequest, "initialize was already received");
+    return;
+  }
+  const json& options = params.initialization_options;
+  if (!options_.auth_token.empty()) {
+    if (!options.is_object() || options.value("authToken", std::string()) != options_.auth_token) {
+      spdlog::warn("session {}: initialize without the right auth token; closing", id_);
+      reply_error(id, ErrorCode::InvalidRequest,
+                  "authentication failed: initializationOptions.authToken is missing or wrong");
+      out_.close();
+      exited_ = true;
+      return;
+    }
+  }
+  // Position encoding: the client's most preferred one that we support; UTF-16 by default.
+  encoding_ = PositionEncoding::Utf16;
+  for (const auto& name : params.position_encodings) {
+    if (auto parsed = parse_position_encoding(name)) {
+      encoding_ = *parsed;
+      break;
+    }
+  }
+  if (params.trace) trace_ = *params.trace;
+  if (options.is_object()) apply_settings(options);
+  state_ = State::Running;
+  json capabilities = {
+      {"positionEncoding", to_string(encoding_)},
+      {"textDocumentSync",
+       {{"openClose", true}, {"change", 2 /* incremental */}, {"save", {{"includeText", false}}}}},
+      {"inlineCompletionProvider", json::object()},
+      {"completionProvider", {{"resolveProvider", false}, {"triggerCharacters", json::array()}}},
+      {"experimental", {{"ghostlineStats", true}}},
+  };
+  reply(id, {{"capabilities", capabilities},
+             {"serverInfo", {{"name", "ghostline"}, {"version", GHOSTLINE_VERSION_STRING}}}});
+  spdlog::info("session {}: initialized (position encoding {}, completer: {})", id_,
+               to_string(encoding_), completer_.describe());
+}
+
+void Session::on_initialized(const NoParams&) {
+  if (!completer_.ready()) {
+    log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
+    warned_no_model_ = true;
+  }
+}
+
+void Session::on_shutdown(const json& id, const NoParams&) {
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [rid, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
+  state_ = State::ShutDown;
+  reply(id, nullptr);
+}
+
+void Session::on_exit(const NoParams&) {
+  exit_code_ = state_ == State::ShutDown ? 0 : 1;
+  on_disconnect();
+  out_.close();
+}
+
+void Session::on_set_trace(const SetTraceParams& params) { trace_ = params.value; }
+
+void Session::apply_settings(const json& s) {
+  if (!s.is_object()) return;
+  auto read_int = [&](const char* key, int* out, int lo, int hi) {
+    auto it = s.find(key);
+    if (it == s.end()) return;
+    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
+      log_to_client(2, std::string("setting '") + key + "' must be an integer in [" +
+                           std::to_string(lo) + ", " + std::to_string(hi) + "]; ignored");
+      return;
+    }
+    *out = it->get<int>();
+  };
+  read_int("debounceMs", &settings_.debounce_ms, 0, 2000);
+  read_int("maxTokens", &settings_.max_tokens, 0, 4096);
+  read_int("deadlineMs", &settings_.deadline_ms, 0, 60000);
+  if (auto it = s.find("enabled"); it != s.end()) {
+    if (it->is_boolean()) {
+      settings_.enabled = it->get<bool>();
+    } else {
+      log_to_client(2, "setting 'enabled' must be a boolean; ignored");
+    }
+  }
+}
+
+void Session::on_did_change_configuration(const DidChangeConfigurationParams& params) {
+  const json& settings = params.settings;
+  // Clients send either our section alone or all settings with ours under "ghostline".
+  if (settings.is_object() && settings.contains("ghostline")) {
+    apply_settings(settings["ghostline"]);
+  } else {
+    apply_settings(settings);
+  }
+}
+
+// ---- documents ----
+
+void Session::on_did_open(const DidOpenTextDocumentParams& params) {
+  const TextDocumentItem& doc = params.text_document;
+  if (!documents_.open(doc.uri, doc.language_id, doc.version, doc.text))
+    spdlog::warn("session {}: didOpen of an open document {}; replaced", id_, doc.uri);
+}
+
+void Session::on_did_change(const DidChangeTextDocumentParams& params) {
+  const std::string& uri = params.text_document.uri;
+  Range bad;
+  switch (documents_.change(uri, params.text_document.version, params.content_changes, encoding_, &bad)) {
+    case DocumentStore::ChangeResult::Applied:
+      break;  // the store told the scheduler (see the constructor)
+    case DocumentStore::ChangeResult::NotOpen:
+      log_to_client(1, "didChange for " + uri + ", which is not open; change ignored");
+      break;
+    case DocumentStore::ChangeResult::OutOfRange:
+      log_to_client(1, "didChange for " + uri + " has a range outside the document (" + json(bad).dump() + ", " +
+                           std::to_string(documents_.find(uri)->line_count()) +
+                           " lines); the whole change was ignored. Reopen the file to resync.");
+      scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
+      break;
+  }
+}
+
+void Session::on_did_save(const TextDocumentParams& params) {
+  const std::string& uri = params.text_document.uri;
+  if (!documents_.find(uri)) log_to_client(2, "didSave for " + uri + ", which is not open");
+}
+
+void Session::on_did_close(const TextDocumentParams& params) {
+  const std::string& uri = params.text_document.uri;
+  scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
+  if (!documents_.close(uri)) log_to_client(2, "didClose for " + uri + ", which is not open");
+}
+
+// ---- completion ----
+
+void Session::on_inline_completion(const json& id, const InlineCompletionParams& params) {
+  submit_completion(id, params, Style::Inline);
+}
+
+void Session::on_completion(const json& id, const TextDocumentPositionParams& params) {
+  submit_completion(id,
+                    {.text_document = params.text_document,
+                     .position = params.position,
+                     .trigger_kind = InlineCompletionTriggerKind::Invoked,
+                     .selected = std::nullopt},
+                    Style::Completion);
+}
+
+void Session::submit_completion(const json& id, const InlineCompletionParams& params, Style style) {
+  const std::string& uri = params.text_document.uri;
+  std::shared_ptr<const TextDocument> snapshot = documents_.find(uri);
+  if (!snapshot) {
+    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open (send didOpen first)");
+    return;
+  }
+  auto cursor = snapshot->offset_of(params.position, encoding_);
+  if (!cursor) {
+    reply_error(id, ErrorCode::InvalidParams,
+                "position " + json(params.position).dump() + " is outside the document (" +
+                    std::to_string(snapshot->line_count()) + " lines)");
+    return;
+  }
+  auto empty = [&] { reply(id, style == Style::Inline ? json(InlineCompletionList{}) : json(CompletionList{})); };
+  if (!settings_.enabled) return empty();
+  if (!completer_.ready()) {
+    if (!warned_no_model_) {
+      log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
+      warned_no_model_ = true;
+    }
+    return empty();
+  }
+
+  CompletionRequest request;
+  request.uri = uri;
+  request.language_id = snapshot->language_id();
+  request.version = snapshot->version();
+  request.text = snapshot->text();
+  request.cursor = *cursor;
+  request.max_tokens = settings_.max_tokens;
+  request.deadline_ms = settings_.deadline_ms;
+  if (params.trigger_kind == InlineCompletionTriggerKind::Invoked) request.trigger = TriggerKind::Invoked;
+  if (params.selected) {
+    auto b = snapshot->offset_of(params.selected->range.start, encoding_);
+    auto e = snapshot->offset_of(params.selected->range.end, encoding_);
+    if (!b || !e || *e < *b) throw InvalidParams{"selectedCompletionInfo.range is outside the document"};
+    request.has_selected = true;
+    request.selected_begin = *b;
+    request.selected_end = *e;
+    request.selected_text = params.selected->text;
+  }
+
+  std::string key = id.dump();
+  if (pending_.count(key)) {
+    reply_error(id, ErrorCode::InvalidRequest, "a request with id " + key + " is already pending");
+    return;
+  }
+  size_t cursor_offset = *cursor;
+  pending_[key] = 0;
+  auto job = scheduler_.submit(
+      document_key(uri), std::move(request),
+      [this, id, key, style, snapshot, cursor_offset](Outcome outcome) {
+        pending_.erase(key);
+        reply_completion(id, style, outcome, snapshot, cursor_offset);
+      },
+      std::chrono::milliseconds(settings_.debounce_ms));
+  // The job may have been answered synchronously (scheduler stopping); then it is gone.
+  if (auto p = pending_.find(key); p != pending_.end()) p->second = job;
+}
+
+void Session::reply_completion(const json& id, Style style, const Outcome& outcome,
+                               const std::shared_ptr<const TextDocument>& snapshot, size_t cursor) {
+  if (exited_) return;
+  if (outcome.kind == Outcome::Kind::Cancelled) {
+    reply_error(id, ErrorCode::RequestCancelled, outcome.error);
+    return;
+  }
+  if (outcome.kind == Outcome::Kind::Failed) {
+    spdlog::error("session {}: completion failed: {}", id_, outcome.error);
+    reply_error(id, ErrorCode::RequestFailed, "completion failed: " + outcome.error);
+    return;
+  }
+  const CompletionResult& r = outcome.result;
+  spdlog::debug("session {}: completion of {} bytes (queue {:.1f} ms, model {:.1f} ms)", id_,
+                r.insert_text.size(), outcome.queue_ms, outcome.complete_ms);
+  if (r.insert_text.empty()) {
+    reply(id, style == Style::Inline ? json(InlineCompletionList{}) : json(CompletionList{}));
+    return;
+  }
+  size_t begin = std::min(r.replace_begin, cursor), end = std::max(r.replace_end, cursor);
+  Range range{snapshot->position_of(begin, encoding_), snapshot->position_of(end, encoding_)};
+  if (style == Style::Inline) {
+    reply(id, InlineCompletionList{{{.insert_text = r.insert_text, .range = range}}});
+    return;
+  }
+  // Plain completion: clients filter items by the word before the cursor, so the edit covers
+  // that word and the text starts with it.
+  const std::string& text = snapshot->text();
+  size_t word = begin;
+  while (word > 0 && is_identifier_byte(text[word - 1])) --word;
+  std::string word_text = text.substr(word, begin - word);
+  std::string new_text = word_text + r.insert_text;
+  std::string label = new_text.substr(0, new_text.find('\n'));
+  if (label.size() > 80) label = label.substr(0, 77) + "...";
+  const Range edit_range{snapshot->position_of(word, encoding_), range.end};
+  reply(id, CompletionList{.items = {{.label = label,
+                                      .filter_text = new_text,
+                                      .text_edit = {.range = edit_range, .new_text = new_text},
+                                      .detail = "ghostline"}}});
+}
+
+void Session::on_cancel_request(const CancelParams& params) {
+  auto it = pending_.find(params.id.dump());
+  if (it == pending_.end()) return;  // already answered: nothing to do
+  scheduler_.cancel(it->second, Scheduler::CancelReason::Client);
+}
+
+void Session::on_stats(const json& id, const NoParams&) {
+  auto c = scheduler_.counters();
+  json recent = json::array();
+  for (const auto& r : scheduler_.recent_stats()) recent.push_back(r);
+  auto counters = json::parse(completer_.counters_json(), nullptr, false);
+  reply(id, {{"completer", completer_.describe()},
+             {"completerCounters", counters.is_object() ? counters : json::object()},
+             {"recent", std::move(recent)},
+             {"scheduler",
+              {{"submitted", c.submitted},
+               {"completed", c.completed},
+               {"failed", c.failed},
+               {"cancelledByClient", c.cancelled_by_client},
+               {"superseded", c.superseded},
+               {"invalidatedByEdit", c.invalidated_by_edit},
+               {"dropped", c.dropped},
+               {"completerCalls", c.completer_calls},
+               {"answeredFromMemory", c.answered_from_memory},
+               {"keptRunning", c.kept_running},
+               {"keptFinished", c.kept_finished},
+               {"prefetchStarted", c.prefetch_started},
+               {"prefetchFinished", c.prefetch_finished},
+               {"prefetchPreempted", c.prefetch_preempted},
+               {"stoppedRuns", c.stopped_runs},
+               {"stepsAfterCancel", c.steps_after_cancel},
+               {"maxStepsAfterCancel", c.max_steps_after_cancel}}},
+             {"session", {{"documents", documents_.size()}, {"positionEncoding", to_string(encoding_)}}}});
+}
+
+// The daemon's copy of an open document, so that a client (the replay harness, a test) can
+// check that its edits were applied as it meant them.
+void Session::on_document_text(const json& id, const TextDocumentParams& params) {
+  const std::string& uri = params.text_document.uri;
+  auto doc = documents_.find(uri);
+  if (!doc) {
+    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open");
+    return;
+  }
+  reply(id, DocumentTextResult{.uri = uri, .version = doc->version(), .text = doc->text()});
+}
+
+}  // namespace ghostline::lsp

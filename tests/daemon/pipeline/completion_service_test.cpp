@@ -1,0 +1,79 @@
+// The completion service on a shared reference model: reusing cached KV gives exactly the
+// completion a fresh computation gives, within a document and across documents.
+#include "daemon/pipeline/completion_service.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace ghostline::daemon {
+namespace {
+
+constexpr const char* kModel = "../shared/data/models/ref-qwen2-dscoder-q8_0.gguf";
+
+lsp::CompletionRequest request_at_end(std::string text) {
+  lsp::CompletionRequest r;
+  r.uri = "file:///t.py";
+  r.cursor = text.size();
+  r.text = std::move(text);
+  r.max_tokens = 12;
+  r.deadline_ms = 600000;  // never the stop reason here: the test compares full outputs
+  return r;
+}
+
+const nlohmann::json& stats_of(const lsp::CompletionResult& r) { return r.stats; }
+
+TEST(CompletionService, CachedKvGivesTheSameCompletionAsAFreshRun) {
+  EngineOptions with_cache{.model = kModel, .threads = 1};
+  EngineOptions without_cache = with_cache;
+  without_cache.no_prefix_cache = true;
+  auto cached = make_completion_service(with_cache);
+  auto fresh = make_completion_service(without_cache);
+  lsp::CancelToken never;
+  const std::string head = "import os\n\ndef list_files(path):\n    result = []\n    for name in os.listdir(path):\n";
+  std::string text = head + "        ";
+  for (const char* typed : {"if", " name", ".ends", "with(\"", ".py\")"}) {
+    text += typed;
+    auto a = cached->complete(request_at_end(text), never);
+    auto b = fresh->complete(request_at_end(text), never);
+    EXPECT_EQ(a.insert_text, b.insert_text) << "after typing '" << typed << "'";
+    EXPECT_EQ(stats_of(b)["matchedTokens"], 0);
+  }
+  // The last request reused nearly all of its prompt.
+  auto again = cached->complete(request_at_end(text), never);
+  auto s = stats_of(again);
+  EXPECT_GE(s["matchedTokens"].get<int>(), s["promptTokens"].get<int>() - 1);
+  EXPECT_GT(s["cache"]["hitRate"].get<double>(), 0.5);
+
+  // Another document that shares the file's head reuses its KV too.
+  lsp::CompletionRequest other = request_at_end(head + "        print(name)\n");
+  other.uri = "file:///other.py";
+  auto o = cached->complete(other, never);
+  EXPECT_GT(stats_of(o)["matchedTokens"].get<int>(), 20);
+  EXPECT_EQ(o.insert_text, fresh->complete(other, never).insert_text);
+}
+
+TEST(CompletionService, RequestCancelledBeforePrefillComputesNothing) {
+  auto service = make_completion_service(EngineOptions{.model = kModel, .threads = 1});
+  lsp::CancelToken cancelled;
+  cancelled.cancel();
+  std::string text = "def f():\n    return 1\n\n" + std::string(2000, '#') + "\nx = ";
+  auto r = service->complete(request_at_end(text), cancelled);
+  EXPECT_EQ(stats_of(r)["stop"], "cancelled");
+  lsp::CancelToken never;
+  auto again = service->complete(request_at_end(text), never);
+  // Cancelled before its first prefill chunk: nothing computed, nothing wrongly reused.
+  EXPECT_EQ(stats_of(again)["matchedTokens"], 0);
+}
+
+TEST(CompletionService, MissingDefaultModelIsNotReady) {
+  setenv("GHOSTLINE_MODEL_DIR", "/nonexistent-ghostline-models", 1);
+  auto service = make_completion_service(EngineOptions{});
+  unsetenv("GHOSTLINE_MODEL_DIR");
+  EXPECT_FALSE(service->ready());
+  EXPECT_NE(service->describe().find("no model"), std::string::npos);
+  EXPECT_THROW(make_completion_service(EngineOptions{.model = "/nonexistent.gguf"}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace ghostline::daemon

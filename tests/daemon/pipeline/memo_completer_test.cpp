@@ -1,0 +1,71 @@
+// The memory around a completer: what is remembered, what is recalled without the inner
+// completer, and the follow-up proposed for idle time.
+#include "daemon/pipeline/memo_completer.h"
+
+#include <gtest/gtest.h>
+
+namespace ghostline::daemon {
+namespace {
+
+class FixedCompleter : public lsp::Completer {
+ public:
+  explicit FixedCompleter(std::string text) : text_(std::move(text)) {}
+  lsp::CompletionResult complete(const lsp::CompletionRequest& r, const lsp::CancelToken&) override {
+    ++calls;
+    return {text_, r.cursor, r.cursor, {}};
+  }
+  std::string describe() const override { return "fixed"; }
+  int calls = 0;
+
+ private:
+  std::string text_;
+};
+
+lsp::CompletionRequest at(std::string text, size_t cursor) {
+  lsp::CompletionRequest r;
+  r.uri = "file:///a.py";
+  r.text = std::move(text);
+  r.cursor = cursor;
+  return r;
+}
+
+TEST(MemoCompleter, TypingThroughIsAnsweredWithoutTheInnerCompleter) {
+  auto inner = std::make_unique<FixedCompleter>("return x");
+  auto* fixed = inner.get();
+  MemoCompleter memo(std::move(inner), true);
+  lsp::CancelToken token;
+  EXPECT_EQ(memo.complete(at("f(x):\n  \n", 8), token).insert_text, "return x");
+  auto recalled = memo.recall(at("f(x):\n  ret\n", 11));
+  ASSERT_TRUE(recalled);
+  EXPECT_EQ(recalled->insert_text, "urn x");
+  EXPECT_EQ(recalled->replace_begin, 11u);
+  EXPECT_EQ(recalled->stats.value("fromMemory", false), true);
+  // Queued behind the work that made it: answered on the engine thread, still without a call.
+  EXPECT_EQ(memo.complete(at("f(x):\n  re\n", 10), token).insert_text, "turn x");
+  EXPECT_EQ(fixed->calls, 1);
+  EXPECT_EQ(memo.inner_calls(), 1u);
+}
+
+TEST(MemoCompleter, CancelledRunsAreNotRemembered) {
+  MemoCompleter memo(std::make_unique<FixedCompleter>("partial"), true);
+  lsp::CancelToken token;
+  token.cancel();
+  memo.complete(at("ab", 2), token);
+  EXPECT_FALSE(memo.recall(at("ab", 2)));
+}
+
+TEST(MemoCompleter, FollowUpIsTheStateAfterAcceptingTheCompletion) {
+  MemoCompleter memo(std::make_unique<FixedCompleter>("x = 1\n"), true);
+  auto request = at("a\nb", 2);
+  lsp::CompletionResult result{"x = 1\n", 2, 2, {}};
+  auto next = memo.follow_up(request, result);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->text, "a\nx = 1\nb");
+  EXPECT_EQ(next->cursor, 8u);
+  EXPECT_FALSE(memo.follow_up(request, lsp::CompletionResult{"", 2, 2, {}}));
+  MemoCompleter without(std::make_unique<FixedCompleter>("x"), false);
+  EXPECT_FALSE(without.follow_up(request, result));
+}
+
+}  // namespace
+}  // namespace ghostline::daemon
