@@ -12,7 +12,7 @@ function M.check()
   local gl = require('ghostline')
   local cfg = gl.config
   start('ghostline')
-  info('Neovim ' .. tostring(vim.version()) .. (vim.fn.has('nvim-0.10') == 1 and ' (inline virtual text)'
+  info(vim.fn.matchstr(vim.fn.execute('version'), 'NVIM v[^\n]*') .. (vim.fn.has('nvim-0.10') == 1 and ' (inline virtual text)'
     or ' (overlay virtual text; inline needs 0.10)'))
   local exe = vim.fn.exepath(cfg.cmd)
   if exe == '' then
