@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLUGIN = os.path.dirname(HERE)
 PLUGINS = os.path.dirname(PLUGIN)
+sys.path.insert(0, PLUGINS)
+from daemon_capabilities import stop_daemon  # noqa: E402
 GHOST_COLOR = 244  # GhostlineSuggestion's ctermfg in this test: how the ghost text is found on screen
 WIDTH, HEIGHT = 110, 24
 
@@ -152,27 +153,6 @@ def read_recording(path):
         return [json.loads(l) for l in f if l.strip()]
 
 
-def daemon_pids(sock):
-    """Pids of processes listening on the unix socket `sock` (from /proc)."""
-    inodes = set()
-    with open("/proc/net/unix") as f:
-        next(f)
-        for line in f:
-            parts = line.split(None, 7)
-            if len(parts) == 8 and parts[7].strip() == sock and int(parts[3], 16) & 0x10000:
-                inodes.add("socket:[%s]" % parts[6])
-    pids = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in inodes:
-                    pids.append(int(pid))
-                    break
-        except OSError:
-            pass
-    return pids
-
-
 INIT = r"""
 vim.opt.runtimepath:prepend(%(plugin)s)
 vim.o.swapfile = false
@@ -238,12 +218,7 @@ class Session:
 
     def close(self, artifacts):
         self.tmux.kill()
-        for pid in daemon_pids(self.sock):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except OSError:
-                pass
-        time.sleep(0.3)
+        stop_daemon(self.sock)
         for src, dst in ((self.record, "nvim-%s-record.jsonl" % self.name), (self.sock + ".log", "nvim-%s-daemon.log" % self.name)):
             if os.path.exists(src):
                 shutil.copy(src, os.path.join(artifacts, dst))
