@@ -226,6 +226,8 @@ class Session:
 
 INITIAL_1 = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n"
 TYPED_1 = "    return a"
+# Typed after accepting, key by key: the ghost text comes and goes, nothing is accepted.
+MORE_1 = "\n\n\ndef div(a, b):\n    return a / b"
 
 
 def session_model(tmp, binary, artifacts, grows):
@@ -258,15 +260,21 @@ def session_model(tmp, binary, artifacts, grows):
 
         s.tmux.keys("Tab")
         time.sleep(0.3)
+        for i, part in enumerate(MORE_1.split("\n")):
+            if i:
+                s.tmux.keys("Enter")
+                time.sleep(0.1)
+            s.tmux.type(part)
+        time.sleep(0.5)
         s.tmux.keys("Escape")
         time.sleep(0.2)
         s.tmux.keys(":w", "Enter")
-        expected = INITIAL_1 + TYPED_1 + ghost + "\n"
+        expected = INITIAL_1 + TYPED_1 + ghost + MORE_1 + "\n"
         try:
             saved = wait_for("the file to be saved", lambda: (open(s.file).read() != INITIAL_1) and open(s.file).read(), 10)
         except TimeoutError:
             saved = open(s.file).read()
-        check("Tab accepts: the buffer holds the typed text and the ghost text", saved == expected,
+        check("Tab accepts: the buffer holds the typed text, the ghost text and what was typed after", saved == expected,
               "%r (expected %r)" % (saved[len(INITIAL_1):], expected[len(INITIAL_1):]))
 
         if not grows:
@@ -284,6 +292,7 @@ def session_model(tmp, binary, artifacts, grows):
             n = s.lua("require('ghostline').state.rerequests", "rerequests.json")
             check("growing ghost text: completionUpdated re-requested", n > 0 and later and len(later[1]) >= len(first[1]),
                   "%d re-request(s); %r -> %r" % (n, first[1], later and later[1]))
+        check_one_request_per_state(read_recording(s.record))
         stats = s.lua("require('ghostline').stats()", "stats.json")
         check(":GhostlineStats data: client counters and the daemon's ghostline/stats",
               stats["client"]["completionsShown"] > 0 and "scheduler" in stats.get("daemon", {}),
@@ -297,6 +306,21 @@ def session_model(tmp, binary, artifacts, grows):
               "see nvim-checkhealth.txt")
     finally:
         s.close(artifacts)
+
+
+def check_one_request_per_state(rec):
+    """Automatic requests: at most one per document state (edits so far) and position."""
+    seen, dups, edits = set(), [], 0
+    for r in rec:
+        m = r["message"]
+        if m.get("method") == "textDocument/didChange":
+            edits += 1
+        elif m.get("method") == "textDocument/inlineCompletion" and m["params"]["context"]["triggerKind"] == 2:
+            key = (edits, m["params"]["position"]["line"], m["params"]["position"]["character"])
+            if key in seen:
+                dups.append(key)
+            seen.add(key)
+    check("one automatic request per edit and position (the debounce does not repeat itself)", not dups, repr(dups))
 
 
 INITIAL_2 = "def f(foo, bar):\n"
@@ -349,6 +373,7 @@ def session_scripted(tmp, binary, artifacts):
                 if asked is None:
                     order_ok = False
         check("each $/cancelRequest names a request the plugin sent", order_ok)
+        check_one_request_per_state(rec)
     finally:
         s.close(artifacts)
 

@@ -48,6 +48,7 @@ local pending = nil -- { id, bufnr }
 local ghost = nil -- { bufnr, row, col, text, insert, start_col, end_col, tick }
 local timer = nil
 local root_dir = nil
+local last_sent = nil -- { bufnr, version, row, col } of the last automatic request
 
 local function call(client, name, ...)
   if method_calls then return client[name](client, ...) end
@@ -150,16 +151,20 @@ function M.request(trigger_kind)
   local client = get_client()
   if not M.config.enabled or not client or M.state.status ~= 'ready' then return end
   if not vim.lsp.buf_is_attached(bufnr, client.id) then return end
-  cancel_pending()
   local cur = api.nvim_win_get_cursor(0)
   local row, col = cur[1] - 1, cur[2]
+  local version = buf_version(bufnr)
+  -- A debounce timer can fire after the edit it was set for was already asked about.
+  local key = { bufnr, version, row, col }
+  if (trigger_kind or 2) == 2 and last_sent and vim.deep_equal(last_sent, key) then return end
+  last_sent = key
+  cancel_pending()
   local line = api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
   local params = {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     position = { line = row, character = logic.utf16_col(line, col) },
     context = { triggerKind = trigger_kind or 2 },
   }
-  local version = buf_version(bufnr)
   local t0 = uv.hrtime()
   local id
   local ok, rid = call(client, 'request', 'textDocument/inlineCompletion', params, function(err, result)
