@@ -183,7 +183,7 @@ def lua_list(items):
 
 
 class Session:
-    def __init__(self, name, tmp, binary, daemon_args, initial, filename):
+    def __init__(self, name, tmp, binary, daemon_args, initial, filename, extra_env=None):
         self.name = name
         self.dir = os.path.join(tmp, name)
         os.makedirs(self.dir)
@@ -203,6 +203,7 @@ class Session:
         for k in ("GHOSTLINE_MODEL_DIR", "PATH"):
             if k in os.environ:
                 env[k] = os.environ[k]
+        env.update(extra_env or {})
         self.tmux.start("cd %s && nvim -u %s -i NONE %s" % (self.dir, init, filename), env)
 
     def wait_ready(self):
@@ -378,6 +379,32 @@ def session_scripted(tmp, binary, artifacts):
         s.close(artifacts)
 
 
+def session_growing(tmp, artifacts):
+    """The plugin's side of growing ghost text, against growing_server.py (a stand-in that sends
+    ghostline/completionUpdated), whatever the daemon under test does."""
+    log = os.path.join(tmp, "growing-server.jsonl")
+    s = Session("growing", tmp, os.path.join(PLUGINS, "growing_server.py"), [], "x = 1\n", "g.py",
+                {"GROWING_SERVER_LOG": log})
+    try:
+        s.wait_ready()
+        s.tmux.keys("G", "o")
+        s.tmux.type("y = ", delay=0.08)
+        first = wait_for("the first part of the ghost text", lambda: ghost_on_screen(s.tmux.capture()), 5)
+        grown = wait_for("the ghost text to grow without a keystroke", lambda: (lambda g: g if g and g[1] == "growing ghost text" else None)(
+            ghost_on_screen(s.tmux.capture())), 5)
+        check("growing ghost text (stand-in server): grows after ghostline/completionUpdated, no keystroke",
+              grown is not None, "%r -> %r" % (first[1], grown[1]))
+        entries = read_recording(log)
+        notes = [e for e in entries if e.get("out") == "ghostline/completionUpdated"]
+        invoked = [e for e in entries if (e.get("in") or {}).get("method") == "textDocument/inlineCompletion"
+                   and e["in"]["params"]["context"]["triggerKind"] == 1]
+        check("re-requests only for the notification that matches the buffer's version and cursor",
+              len(invoked) == 1 and len(notes) >= 2, "%d notifications, %d re-requests" % (len(notes), len(invoked)))
+        s.tmux.keys("Escape")
+    finally:
+        s.close(artifacts)
+
+
 def nvim_version():
     out = subprocess.run(["nvim", "--version"], capture_output=True, text=True).stdout
     return out.splitlines()[0].replace("NVIM ", "") if out else "?"
@@ -397,7 +424,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ghostline-nvim-e2e-")
     try:
         for fn in (lambda: session_model(tmp, binary, args.artifacts, grows),
-                   lambda: session_scripted(tmp, binary, args.artifacts)):
+                   lambda: session_scripted(tmp, binary, args.artifacts),
+                   lambda: session_growing(tmp, args.artifacts)):
             try:
                 fn()
             except Exception as e:  # noqa: BLE001

@@ -120,74 +120,45 @@ function daemonCapabilities() {
   return JSON.parse(out);
 }
 
-async function main() {
-  if (!fs.existsSync(BINARY)) throw new Error(`no ghostline binary at ${BINARY}`);
-  if (!fs.existsSync(VSIX)) throw new Error(`no .vsix at ${VSIX} (npm run package)`);
-  if (!fs.existsSync(CODE_SERVER)) throw new Error(`code-server is not installed (editor-plugins/setup)`);
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  const logic = require(path.join(EXT, "out", "logic.js"));
-  const caps = daemonCapabilities();
-  const grows = logic.advertisesCompletionUpdated(caps);
+const BASE_SETTINGS = {
+  "ghostline.trace.server": "messages",
+  "editor.inlineSuggest.enabled": true,
+  "editor.quickSuggestions": { other: false, comments: false, strings: false },
+  "editor.suggestOnTriggerCharacters": false,
+  "editor.wordBasedSuggestions": "off",
+  "editor.parameterHints.enabled": false,
+  "editor.autoClosingBrackets": "never",
+  "editor.autoClosingQuotes": "never",
+  "editor.autoIndent": "none",
+  "editor.acceptSuggestionOnEnter": "off",
+  "files.trimTrailingWhitespace": false,
+  "files.insertFinalNewline": false,
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.welcomePage.walkthroughs.openOnInstall": false,
+  "security.workspace.trust.enabled": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "update.mode": "none",
+  "telemetry.telemetryLevel": "off",
+  "chat.commandCenter.enabled": false,
+  "workbench.colorTheme": "Default Dark Modern",
+  "window.zoomLevel": 1,
+};
 
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ghostline-vscode-e2e-"));
-  const work = path.join(tmp, "project");
-  const userData = path.join(tmp, "user-data");
-  const extensions = path.join(tmp, "extensions");
-  const sock = path.join(tmp, "ghostline.sock");
-  const record = path.join(tmp, "record.jsonl");
-  fs.mkdirSync(work);
+// One code-server with the extension installed, a project folder holding `fileName`, chromium
+// on it, the file opened from the Explorer and the Ghostline status item ready; then `body`.
+async function withEditor(name, { root, extensions, fileName, initial, settings, env }, body) {
+  const dir = path.join(root, name);
+  const work = path.join(dir, "project");
+  const userData = path.join(dir, "user-data");
+  fs.mkdirSync(work, { recursive: true });
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });
-  const file = path.join(work, "ops.py");
-  fs.writeFileSync(file, INITIAL);
-  const settings = {
-    "ghostline.binaryPath": BINARY,
-    "ghostline.address": "unix:" + sock,
-    "ghostline.daemonArgs": ["--record", record, "--log-level", "debug"],
-    "ghostline.trace.server": "messages",
-    "editor.inlineSuggest.enabled": true,
-    "editor.quickSuggestions": { other: false, comments: false, strings: false },
-    "editor.suggestOnTriggerCharacters": false,
-    "editor.wordBasedSuggestions": "off",
-    "editor.parameterHints.enabled": false,
-    "editor.autoClosingBrackets": "never",
-    "editor.autoClosingQuotes": "never",
-    "editor.autoIndent": "none",
-    "editor.acceptSuggestionOnEnter": "off",
-    "files.trimTrailingWhitespace": false,
-    "files.insertFinalNewline": false,
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": false,
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "security.workspace.trust.enabled": false,
-    "extensions.autoCheckUpdates": false,
-    "extensions.autoUpdate": false,
-    "update.mode": "none",
-    "telemetry.telemetryLevel": "off",
-    "chat.commandCenter.enabled": false,
-    "workbench.colorTheme": "Default Dark Modern",
-    "window.zoomLevel": 1,
-  };
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
-  const env = {
-    ...process.env,
-    XDG_CONFIG_HOME: path.join(tmp, "config"),
-    XDG_DATA_HOME: path.join(tmp, "data"),
-    XDG_RUNTIME_DIR: tmp,
-  };
-
-  console.log(`code-server: installing ${path.relative(process.cwd(), VSIX)}`);
-  const inst = spawnSync(
-    CODE_SERVER,
-    ["--install-extension", VSIX, "--extensions-dir", extensions, "--user-data-dir", userData],
-    { env, encoding: "utf8", timeout: 120000 },
-  );
-  if (inst.status !== 0) throw new Error(`--install-extension failed: ${inst.stdout}\n${inst.stderr}`);
-  if (!fs.readdirSync(extensions).some((d) => d.startsWith("ghostline.ghostline-")))
-    throw new Error(`the extension is not in ${extensions}: ${fs.readdirSync(extensions)}`);
-  pass("vsix installs into code-server", inst.stdout.trim().split("\n").pop());
-
+  const file = path.join(work, fileName);
+  fs.writeFileSync(file, initial);
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({ ...BASE_SETTINGS, ...settings }, null, 2));
   const port = await freePort();
-  const serverLog = fs.openSync(path.join(ARTIFACTS, "code-server.log"), "w");
+  const serverLog = fs.openSync(path.join(ARTIFACTS, `code-server-${name}.log`), "w");
   const server = spawn(
     CODE_SERVER,
     [
@@ -214,125 +185,198 @@ async function main() {
     page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(work)}`, { waitUntil: "domcontentloaded" });
     await waitFor("the workbench", () => page.$(".monaco-workbench .part.editor"), 90000, 250);
-    pass("code-server workbench loads in chromium");
-
     // Open the file from the Explorer, as a person would.
     await waitFor("the file open in an editor", async () => {
-      const row = await page.$('.explorer-folders-view .monaco-list-row[aria-label*="ops.py"]');
+      const row = await page.$(`.explorer-folders-view .monaco-list-row[aria-label*="${fileName}"]`);
       if (!row) return null;
       await row.click();
       await sleep(500);
       return page.$(".monaco-editor .view-lines .view-line");
     }, 60000, 500);
     await page.click(".monaco-editor .view-lines");
-
     const ready = await waitFor("the Ghostline status item to say ready", async () => {
       const s = await statusText(page);
       return s && !/loading|spin|Starting|error/i.test(s) && /Ghostline/.test(s) ? s : null;
     }, 60000, 250);
-    pass("status-bar item reaches ready", JSON.stringify(ready));
-
-    // Type at the end of the file.
-    await page.keyboard.down("Control");
-    await page.keyboard.press("End");
-    await page.keyboard.up("Control");
-    await page.keyboard.type(TYPED, { delay: 90 });
-    let ghost;
-    try {
-      ghost = await waitFor("ghost text in the editor's DOM", () => ghostText(page), 15000, 50);
-      pass("ghost text appears while typing", JSON.stringify(ghost));
-    } catch (e) {
-      fail("ghost text appears while typing", e.message);
-      await page.screenshot({ path: path.join(ARTIFACTS, "vscode-no-ghost-text.png") });
-      throw e;
-    }
-    await sleep(300);
-    ghost = (await ghostText(page)) || ghost;
-    const shot = path.join(ARTIFACTS, "vscode-ghost-text.png");
-    await page.screenshot({ path: shot });
-    pass("screenshot of the ghost text", shot);
-    const status = await statusText(page);
-    if (/\d+(\.\d)? m?s/.test(status || "")) pass("status-bar item shows the last latency", JSON.stringify(status));
-    else fail("status-bar item shows the last latency", JSON.stringify(status));
-
-    // Accept with Tab, type on, save, and compare the file with what was shown and typed.
-    await page.keyboard.press("Tab");
-    await sleep(300);
-    const shown = ghost.inline + (ghost.lines.length ? "\n" + ghost.lines.join("\n") : "");
-    const afterAccept = INITIAL + TYPED + shown;
-    const where = await cursorText(page);
-    const wantWhere = `Ln ${afterAccept.split("\n").length}, Col ${afterAccept.split("\n").pop().length + 1}`;
-    if (where === wantWhere) pass("the cursor is after the accepted text", where);
-    else fail("the cursor is after the accepted text", `${where}, expected ${wantWhere}`);
-    await page.keyboard.type(MORE, { delay: 90 });
-    await sleep(500);
-    await page.keyboard.press("Escape");
-    await page.keyboard.down("Control");
-    await page.keyboard.press("KeyS");
-    await page.keyboard.up("Control");
-    const expected = afterAccept + MORE;
-    let saved;
-    try {
-      saved = await waitFor("the saved file to change", () => {
-        const t = fs.readFileSync(file, "utf8");
-        return t !== INITIAL ? t : null;
-      }, 10000);
-    } catch (e) {
-      saved = fs.readFileSync(file, "utf8");
-    }
-    if (saved === expected) pass("Tab accepts: the document holds the typed text, the ghost text and what was typed after", JSON.stringify(saved.slice(INITIAL.length)));
-    else fail("Tab accepts", `file ends ${JSON.stringify(saved.slice(INITIAL.length))}, expected ${JSON.stringify(TYPED + shown)}`);
-    // What the client sent: inline-completion requests, cancellations, the document text.
-    const rec = readRecording(record);
-    const methods = rec.map((r) => r.message && r.message.method).filter(Boolean);
-    const requests = methods.filter((m) => m === "textDocument/inlineCompletion").length;
-    const changes = methods.filter((m) => m === "textDocument/didChange").length;
-    if (requests > 0 && changes >= TYPED.length)
-      pass("the daemon's recording holds the editor's traffic", `${changes} didChange, ${requests} inlineCompletion, ${methods.filter((m) => m === "$/cancelRequest").length} $/cancelRequest`);
-    else fail("the daemon's recording holds the editor's traffic", `${changes} didChange, ${requests} inlineCompletion`);
-
-    // Growing ghost text: the daemon's ghostline/completionUpdated re-requests without a keystroke.
-    if (!grows) {
-      console.log("skipped: daemon does not send completionUpdated (growing ghost text)");
-    } else {
-      // A 1 ms deadline makes the first reply carry part of the completion; the rest comes
-      // through ghostline/completionUpdated and the re-request it triggers.
-      settings["ghostline.deadlineMs"] = 1;
-      fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
-      await sleep(1500);
-      await page.keyboard.press("End");
-      await page.keyboard.press("Enter");
-      await page.keyboard.type("return a", { delay: 90 });
-      const before = readRecording(record).length;
-      const first = await waitFor("ghost text", () => ghostText(page), 15000, 20).catch(() => null);
-      await sleep(3000);
-      const later = readRecording(record).slice(before);
-      const invoked = later.filter((r) => r.message && r.message.method === "textDocument/inlineCompletion" &&
-        r.message.params.context && r.message.params.context.triggerKind === 1);
-      const now = await ghostText(page);
-      const len = (g) => (g ? g.inline.length + g.lines.join("\n").length : 0);
-      if (invoked.length > 0 && len(now) >= len(first))
-        pass("growing ghost text: completionUpdated re-requested", `${invoked.length} re-request(s); ${JSON.stringify(first)} -> ${JSON.stringify(now)}`);
-      else fail("growing ghost text", `${invoked.length} re-requests after completionUpdated; ${JSON.stringify(first)} -> ${JSON.stringify(now)}`);
-    }
-    fs.copyFileSync(record, path.join(ARTIFACTS, "vscode-record.jsonl"));
+    await body({ page, file, ready });
   } catch (e) {
-    if (page) await page.screenshot({ path: path.join(ARTIFACTS, "vscode-failure.png") }).catch(() => {});
+    if (page) await page.screenshot({ path: path.join(ARTIFACTS, `vscode-${name}-failure.png`) }).catch(() => {});
     throw e;
   } finally {
     if (browser) await browser.close().catch(() => {});
     try {
       process.kill(-server.pid, "SIGTERM");
     } catch {}
-    for (const pid of logic.daemonPids(sock)) {
-      try {
-        process.kill(pid, "SIGTERM");
-      } catch {}
+    // The extension's output channel, as VS Code keeps it under the user data folder.
+    const walk = (d) => fs.existsSync(d) ? fs.readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]) : [];
+    for (const f of walk(path.join(userData, "logs")).filter((f) => /Ghostline\.log$/.test(f)))
+      fs.copyFileSync(f, path.join(ARTIFACTS, `vscode-${name}-extension-output.log`));
+  }
+}
+
+async function main() {
+  if (!fs.existsSync(BINARY)) throw new Error(`no ghostline binary at ${BINARY}`);
+  if (!fs.existsSync(VSIX)) throw new Error(`no .vsix at ${VSIX} (npm run package)`);
+  if (!fs.existsSync(CODE_SERVER)) throw new Error(`code-server is not installed (editor-plugins/setup)`);
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const logic = require(path.join(EXT, "out", "logic.js"));
+  const caps = daemonCapabilities();
+  const grows = logic.advertisesCompletionUpdated(caps);
+
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ghostline-vscode-e2e-"));
+  const extensions = path.join(root, "extensions");
+  const sock = path.join(root, "ghostline.sock");
+  const record = path.join(root, "record.jsonl");
+  const standInLog = path.join(root, "growing-server.jsonl");
+  const env = {
+    ...process.env,
+    XDG_CONFIG_HOME: path.join(root, "config"),
+    XDG_DATA_HOME: path.join(root, "data"),
+    XDG_RUNTIME_DIR: root,
+    GROWING_SERVER_LOG: standInLog,
+  };
+  const daemonSettings = {
+    "ghostline.binaryPath": BINARY,
+    "ghostline.address": "unix:" + sock,
+    "ghostline.daemonArgs": ["--record", record, "--log-level", "debug"],
+  };
+  try {
+    console.log(`code-server: installing ${path.relative(process.cwd(), VSIX)}`);
+    const inst = spawnSync(CODE_SERVER, ["--install-extension", VSIX, "--extensions-dir", extensions,
+      "--user-data-dir", path.join(root, "install-user-data")], { env, encoding: "utf8", timeout: 120000 });
+    if (inst.status !== 0) throw new Error(`--install-extension failed: ${inst.stdout}\n${inst.stderr}`);
+    if (!fs.readdirSync(extensions).some((d) => d.startsWith("ghostline.ghostline-")))
+      throw new Error(`the extension is not in ${extensions}: ${fs.readdirSync(extensions)}`);
+    pass("vsix installs into code-server", inst.stdout.trim().split("\n").pop());
+
+    // 1. The daemon under test with its default model: type, see, accept, type on, save.
+    await withEditor("model", { root, extensions, fileName: "ops.py", initial: INITIAL, settings: daemonSettings, env },
+      async ({ page, file, ready }) => {
+        pass("code-server workbench loads in chromium; status-bar item reaches ready", JSON.stringify(ready));
+        await page.keyboard.down("Control");
+        await page.keyboard.press("End");
+        await page.keyboard.up("Control");
+        await page.keyboard.type(TYPED, { delay: 90 });
+        let ghost;
+        try {
+          ghost = await waitFor("ghost text in the editor's DOM", () => ghostText(page), 15000, 50);
+          pass("ghost text appears while typing", JSON.stringify(ghost));
+        } catch (e) {
+          fail("ghost text appears while typing", e.message);
+          throw e;
+        }
+        await sleep(300);
+        ghost = (await ghostText(page)) || ghost;
+        const shot = path.join(ARTIFACTS, "vscode-ghost-text.png");
+        await page.screenshot({ path: shot });
+        pass("screenshot of the ghost text", shot);
+        const status = await statusText(page);
+        if (/\d+(\.\d)? m?s/.test(status || "")) pass("status-bar item shows the last latency", JSON.stringify(status));
+        else fail("status-bar item shows the last latency", JSON.stringify(status));
+
+        // Accept with Tab, type on, save, and compare the file with what was shown and typed.
+        await page.keyboard.press("Tab");
+        await sleep(300);
+        const shown = ghost.inline + (ghost.lines.length ? "\n" + ghost.lines.join("\n") : "");
+        const afterAccept = INITIAL + TYPED + shown;
+        const where = await cursorText(page);
+        const wantWhere = `Ln ${afterAccept.split("\n").length}, Col ${afterAccept.split("\n").pop().length + 1}`;
+        if (where === wantWhere) pass("the cursor is after the accepted text", where);
+        else fail("the cursor is after the accepted text", `${where}, expected ${wantWhere}`);
+        await page.keyboard.type(MORE, { delay: 90 });
+        await sleep(500);
+        await page.keyboard.press("Escape");
+        await page.keyboard.down("Control");
+        await page.keyboard.press("KeyS");
+        await page.keyboard.up("Control");
+        const expected = afterAccept + MORE;
+        const saved = await waitFor("the saved file to change", () => {
+          const t = fs.readFileSync(file, "utf8");
+          return t !== INITIAL ? t : null;
+        }, 10000).catch(() => fs.readFileSync(file, "utf8"));
+        if (saved === expected)
+          pass("Tab accepts: the document holds the typed text, the ghost text and what was typed after", JSON.stringify(saved.slice(INITIAL.length)));
+        else fail("Tab accepts", `file ends ${JSON.stringify(saved.slice(INITIAL.length))}, expected ${JSON.stringify(expected.slice(INITIAL.length))}`);
+        // What the client sent: inline-completion requests, cancellations, edits.
+        const methods = readRecording(record).map((r) => r.message && r.message.method).filter(Boolean);
+        const requests = methods.filter((m) => m === "textDocument/inlineCompletion").length;
+        const changes = methods.filter((m) => m === "textDocument/didChange").length;
+        const cancels = methods.filter((m) => m === "$/cancelRequest").length;
+        if (requests > 0 && changes >= TYPED.length)
+          pass("the daemon's recording holds the editor's traffic", `${changes} didChange, ${requests} inlineCompletion, ${cancels} $/cancelRequest`);
+        else fail("the daemon's recording holds the editor's traffic", `${changes} didChange, ${requests} inlineCompletion`);
+      });
+    fs.copyFileSync(record, path.join(ARTIFACTS, "vscode-record.jsonl"));
+    for (const pid of logic.daemonPids(sock)) process.kill(pid, "SIGTERM");
+
+    // 2. Growing ghost text from the daemon under test, when it sends ghostline/completionUpdated:
+    // a 1 ms deadline makes the first reply carry part of the completion; the rest comes through
+    // the notification and the re-request it triggers.
+    if (!grows) {
+      console.log("skipped: daemon does not send completionUpdated (growing ghost text)");
+    } else {
+      const growRecord = path.join(root, "record-growing.jsonl");
+      await withEditor("daemon-growing", {
+        root, extensions, fileName: "ops.py", initial: INITIAL, env,
+        settings: { ...daemonSettings, "ghostline.deadlineMs": 1, "ghostline.address": "unix:" + sock + "-g",
+          "ghostline.daemonArgs": ["--record", growRecord] },
+      }, async ({ page }) => {
+        await page.keyboard.down("Control");
+        await page.keyboard.press("End");
+        await page.keyboard.up("Control");
+        await page.keyboard.type(TYPED, { delay: 90 });
+        const first = await waitFor("ghost text", () => ghostText(page), 15000, 20).catch(() => null);
+        await sleep(3000);
+        const invoked = readRecording(growRecord).filter((r) => r.message && r.message.method === "textDocument/inlineCompletion" &&
+          r.message.params.context && r.message.params.context.triggerKind === 1);
+        const now = await ghostText(page);
+        const len = (g) => (g ? g.inline.length + g.lines.join("\n").length : 0);
+        if (invoked.length > 0 && len(now) >= len(first) && len(now) > 0)
+          pass("growing ghost text from the daemon: completionUpdated re-requested", `${invoked.length} re-request(s); ${JSON.stringify(first)} -> ${JSON.stringify(now)}`);
+        else fail("growing ghost text from the daemon", `${invoked.length} re-requests after completionUpdated; ${JSON.stringify(first)} -> ${JSON.stringify(now)}`);
+      });
+      for (const pid of logic.daemonPids(sock + "-g")) process.kill(pid, "SIGTERM");
     }
-    const daemonLog = sock + ".log";
-    if (fs.existsSync(daemonLog)) fs.copyFileSync(daemonLog, path.join(ARTIFACTS, "vscode-daemon.log"));
+
+    // 3. The extension's side of growing ghost text against growing_server.py, a stand-in that
+    // sends ghostline/completionUpdated, whatever the daemon under test does.
+    await withEditor("stand-in", {
+      root, extensions, fileName: "g.py", initial: "x = 1\n", env,
+      settings: { "ghostline.binaryPath": path.join(PLUGINS, "growing_server.py") },
+    }, async ({ page }) => {
+      await page.keyboard.down("Control");
+      await page.keyboard.press("End");
+      await page.keyboard.up("Control");
+      await page.keyboard.type("y = ", { delay: 80 });
+      const firstPart = await waitFor("the first part of the ghost text", () => ghostText(page), 5000, 20).catch(() => null);
+      const grown = await waitFor("the ghost text to grow", async () => {
+        const g = await ghostText(page);
+        return g && g.inline === "growing ghost text" ? g : null;
+      }, 5000, 50).catch(() => null);
+      if (grown) await page.screenshot({ path: path.join(ARTIFACTS, "vscode-growing-ghost-text.png") });
+      const standIn = readRecording(standInLog);
+      const notes = standIn.filter((e) => e.out === "ghostline/completionUpdated");
+      const invoked = standIn.filter((e) => e.in && e.in.method === "textDocument/inlineCompletion" &&
+        e.in.params.context && e.in.params.context.triggerKind === 1);
+      if (grown) pass("growing ghost text (stand-in server): grows after ghostline/completionUpdated, no keystroke",
+        `${JSON.stringify(firstPart && firstPart.inline)} -> ${JSON.stringify(grown.inline)}`);
+      else fail("growing ghost text (stand-in server)", `shown ${JSON.stringify(await ghostText(page))}; ${notes.length} notifications, ${invoked.length} re-requests`);
+      if (invoked.length === 1 && notes.length >= 2)
+        pass("re-requests only for the notification that matches the document version and cursor", `${notes.length} notifications, ${invoked.length} re-request`);
+      else fail("re-requests only for the notification that matches", `${notes.length} notifications, ${invoked.length} re-requests`);
+    });
+  } finally {
+    for (const s of [sock, sock + "-g"]) {
+      for (const pid of logic.daemonPids(s)) {
+        try {
+          process.kill(pid, "SIGTERM");
+        } catch {}
+      }
+      if (fs.existsSync(s + ".log")) fs.copyFileSync(s + ".log", path.join(ARTIFACTS, `vscode-daemon${s === sock ? "" : "-growing"}.log`));
+    }
     await sleep(500);
-    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(root, { recursive: true, force: true });
   }
 }
 
