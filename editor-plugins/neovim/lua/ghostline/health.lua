@@ -29,14 +29,18 @@ function M.check()
 
   -- The daemon: start the client if no buffer has started it yet, and wait for initialize.
   if gl.state.status ~= 'ready' and gl.state.status ~= 'error' then
-    local b = vim.api.nvim_create_buf(false, true)
-    vim.bo[b].filetype = cfg.filetypes[1] or 'python'
-    gl.attach(b)
+    gl.ensure_started()
     vim.wait(60000, function() return gl.state.status == 'ready' or gl.state.status == 'error' end, 50)
   end
   if gl.state.status ~= 'ready' then
+    local advice = { 'See :GhostlineLog' }
+    local log = sock and (sock .. '.log')
+    if log and vim.fn.filereadable(log) == 1 then
+      local lines = vim.fn.readfile(log)
+      for i = math.max(1, #lines - 2), #lines do table.insert(advice, 'daemon log: ' .. lines[i]) end
+    end
     err('the daemon does not answer (status: ' .. gl.state.status .. (gl.state.detail and (': ' .. gl.state.detail) or '') .. ')',
-      { 'See the daemon log above and :GhostlineLog' })
+      advice)
     return
   end
   ok('the daemon answers')

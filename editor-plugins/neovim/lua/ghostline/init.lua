@@ -366,6 +366,21 @@ function M.attach(bufnr)
   vim.lsp.buf_attach_client(bufnr, client_id)
 end
 
+-- Starts the client without a buffer (for :checkhealth); buffers attach to it later.
+function M.ensure_started()
+  if get_client() then return client_id end
+  if vim.fn.executable(M.config.cmd) ~= 1 then
+    set_status('error', M.config.cmd .. ' is not executable (setting cmd)')
+    return nil
+  end
+  local start = vim.lsp.start_client
+  if not start then return nil end
+  set_status('starting')
+  client_id = start(client_config())
+  if not client_id then set_status('error', 'could not start ' .. M.config.cmd) end
+  return client_id
+end
+
 function M.stop()
   clear()
   cancel_pending()
