@@ -225,3 +225,19 @@ test("daemonPids finds the process listening on a unix socket (Linux /proc)", { 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("package.json declares every setting the extension reads, with the same defaults, and every command", () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "package.json"), "utf8"));
+  const props = pkg.contributes.configuration.properties;
+  for (const [key, value] of Object.entries(L.DEFAULT_SETTINGS)) {
+    assert.ok(props["ghostline." + key], "ghostline." + key + " is declared");
+    assert.deepEqual(props["ghostline." + key].default, value, "default of ghostline." + key);
+  }
+  assert.ok(props["ghostline.trace.server"], "ghostline.trace.server (read by vscode-languageclient)");
+  const source = fs.readFileSync(path.join(__dirname, "..", "src", "extension.ts"), "utf8");
+  const registered = [...source.matchAll(/registerCommand\("([^"]+)"/g)].map((m) => m[1]).sort();
+  const declared = pkg.contributes.commands.map((c) => c.command).sort();
+  assert.deepEqual(registered, declared);
+  assert.equal(pkg.main, "./dist/extension.js");
+  assert.match(pkg.engines.vscode, /^\^1\.9[1-9]/, "vscode-languageclient 11 needs ^1.91");
+});
