@@ -227,6 +227,9 @@ class Session:
 
 INITIAL_1 = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n"
 TYPED_1 = "    return a"
+# Typed key by key after TYPED_1 until ghost text shows, should the model (whose top choice can
+# differ slightly between CPUs) have nothing to show after TYPED_1 itself.
+FALLBACK_1 = " * b"
 # Typed after accepting, key by key: the ghost text comes and goes, nothing is accepted.
 MORE_1 = "\n\n\ndef div(a, b):\n    return a / b"
 
@@ -238,17 +241,27 @@ def session_model(tmp, binary, artifacts, grows):
         ok("nvim starts the daemon through ghostline connect; statusline says ready")
         s.tmux.keys("G", "o")
         s.tmux.type(TYPED_1)
-        try:
-            real, ghost = wait_for("ghost text on the screen", lambda: ghost_on_screen(s.tmux.capture()), 15)
-        except TimeoutError as e:
+        typed = TYPED_1
+        found = None
+        for ch in [None] + list(FALLBACK_1):
+            if ch is not None:
+                s.tmux.type(ch)
+                typed += ch
+            try:
+                found = wait_for("ghost text on the screen", lambda: ghost_on_screen(s.tmux.capture()), 8 if ch is None else 4)
+                break
+            except TimeoutError:
+                pass
+        if not found:
             with open(os.path.join(artifacts, "nvim-no-ghost.txt"), "w") as f:
                 f.write(s.tmux.capture())
-            fail("ghost text appears while typing", str(e))
+            fail("ghost text appears while typing", "none after typing %r" % typed)
             return
+        real, ghost = found
         time.sleep(0.3)
         capture = s.tmux.capture()
         real, ghost = ghost_on_screen(capture) or (real, ghost)
-        check("ghost text appears while typing", real.endswith(TYPED_1), "%r after %r" % (ghost, real))
+        check("ghost text appears while typing", real.endswith(typed), "%r after %r" % (ghost, real))
         with open(os.path.join(artifacts, "nvim-ghost-text.txt"), "w") as f:
             f.write(capture)
         png = os.path.join(artifacts, "nvim-ghost-text.png")
@@ -270,7 +283,7 @@ def session_model(tmp, binary, artifacts, grows):
         s.tmux.keys("Escape")
         time.sleep(0.2)
         s.tmux.keys(":w", "Enter")
-        expected = INITIAL_1 + TYPED_1 + ghost + MORE_1 + "\n"
+        expected = INITIAL_1 + typed + ghost + MORE_1 + "\n"
         try:
             saved = wait_for("the file to be saved", lambda: (open(s.file).read() != INITIAL_1) and open(s.file).read(), 10)
         except TimeoutError:
