@@ -166,10 +166,12 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   if (s.n_embd % block || s.n_ff % block)
     throw std::runtime_error("embedding and feed-forward sizes must be multiples of " +
                              std::to_string(block) + " for " + std::string(ggml_type_name(s.type)));
+  // Qwen2.5-Coder's FIM tokens and its file separator (repository-level context).
   const std::vector<std::string> specials = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
-                                             "<|fim_suffix|>", "<|fim_pad|>"};
+                                             "<|fim_suffix|>", "<|fim_pad|>", "<|file_sep|>"};
   if (s.n_vocab < 256 + int(specials.size()))
-    throw std::runtime_error("the vocabulary needs at least 261 tokens");
+    throw std::runtime_error("the vocabulary needs at least " + std::to_string(256 + specials.size()) +
+                             " tokens");
 
   // Vocabulary: the 256 byte tokens, two-character merges of printable ASCII, filler tokens,
   // and the special tokens at the end.
