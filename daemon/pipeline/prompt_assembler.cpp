@@ -17,7 +17,7 @@ size_t bytes_for(int tokens) { return static_cast<size_t>(tokens) * 6 + 256; }
 // Window edges snap to this grid so that they stay put while the user types.
 constexpr size_t kWindowGrid = 4096;
 // Segments end at the first line end after this many bytes.
-constexpr size_t kSegmentBytes = 512;
+constexpr size_t kSegmentBytes = 256;
 constexpr size_t kMaxCachedSegments = 8192;
 // PSM's far suffix starts on this grid, counted from the end of the file.
 constexpr size_t kFarGrid = 256;
