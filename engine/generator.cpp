@@ -82,12 +82,13 @@ bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, Logits
     ForwardBatch batch{.tokens = tokens.subspan(size_t(s), size_t(e - s)),
                        .start_pos = seq.n_tokens,
                        .blocks = seq.blocks,
-                       .n_logits = n_wanted};
+                       .n_logits = n_wanted,
+                       .cancel = cancel};
     std::span<float> out;
     if (n_wanted > 0)
       out = std::span<float>(logits_).subspan(size_t(wanted_from - first_wanted) * n_vocab,
                                               size_t(n_wanted) * n_vocab);
-    backend_->forward(batch, out);
+    if (!backend_->forward(batch, out)) return false;
     seq.n_tokens += e - s;
   }
   if (n > 0) ++forward_calls_;
@@ -115,7 +116,12 @@ bool Generator::prefill(KvSequence& seq, std::span<const int32_t> prompt,
     }
     const size_t len = std::min(rest.size() - s, size_t(options_.chunk_tokens));
     const bool last_chunk = s + len == rest.size();
-    forward(seq, rest.subspan(s, len), last_chunk ? LogitsRequest::last() : LogitsRequest::none());
+    if (!forward(seq, rest.subspan(s, len), last_chunk ? LogitsRequest::last() : LogitsRequest::none(),
+                 options.cancel)) {
+      r.reason = StopReason::Cancelled;
+      r.prefill_ms = ms_since(prefill_start);
+      return false;
+    }
     r.prefilled_tokens += static_cast<int>(len);
   }
   r.prefill_ms = ms_since(prefill_start);

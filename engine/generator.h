@@ -29,8 +29,9 @@ namespace ghostline::engine {
 struct GeneratorOptions {
   int threads = 1;
   BackendKind backend = BackendKind::Cpu;
-  // Prefill is split into chunks of this many tokens; cancellation is checked between chunks,
-  // so a chunk should cost a few milliseconds at most.
+  // Prefill is split into chunks of this many tokens. The deadline is checked between chunks and
+  // cancellation also between the layers of one, so a chunk can be large enough to use the
+  // weights it reads for many tokens.
   int chunk_tokens = 32;
 };
 
@@ -65,6 +66,11 @@ struct GenerateOptions {
   std::optional<std::chrono::steady_clock::time_point> deadline{};
   // Called with each accepted token as it is generated (streaming).
   std::function<void(int32_t token)> on_token{};
+  // When set, on_answer_by is called once, with the tokens generated so far, at the first decode
+  // step after this time; generation goes on to the deadline. The caller answers with what is
+  // ready by then and keeps computing.
+  std::optional<std::chrono::steady_clock::time_point> answer_by{};
+  std::function<void(std::span<const int32_t> generated)> on_answer_by{};
 };
 
 // Decode work of one generation, for speculative decoding and cancellation accounting. The
@@ -120,7 +126,7 @@ class Generator {
   // Runs the model over `tokens` appended at positions seq.n_tokens.. of `seq`, allocating
   // blocks as needed (a shared partial last block is copied first). Afterwards logits(i) for
   // i < request.last_n are the logits after the (tokens.size() - last_n + i)-th token. Checks
-  // `cancel` between chunks; returns false if it stopped early, in which case `seq` holds the
+  // `cancel` between chunks and between layers; returns false if it stopped early, in which case `seq` holds the
   // chunks that were completed and no logits are valid. Throws KvPoolExhausted, or
   // std::invalid_argument when the tokens exceed the context or the vocabulary.
   bool forward(KvSequence& seq, std::span<const int32_t> tokens, LogitsRequest request = {},

@@ -32,6 +32,10 @@ bool StopConditions::accept(int32_t token, GenerateResult& r) const {
 }
 
 bool StopConditions::may_forward(GenerateResult& r) const {
+  if (!answered_ && options_.answer_by && options_.on_answer_by && Clock::now() >= *options_.answer_by) {
+    answered_ = true;
+    options_.on_answer_by(r.tokens);
+  }
   if (is_set(options_.cancel)) {
     r.reason = StopReason::Cancelled;
     return false;

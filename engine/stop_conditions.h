@@ -25,7 +25,8 @@ class StopConditions {
   // should_stop (Callback), the token limit (MaxTokens) and the cancel flag (Cancelled) may end
   // generation. False: generation ended, r.reason says why.
   bool accept(int32_t token, GenerateResult& r) const;
-  // Before any forward call: the cancel flag (Cancelled), then the deadline (Deadline).
+  // Before any forward call: the cancel flag (Cancelled), then the deadline (Deadline). Calls
+  // on_answer_by once when answer_by has passed.
   bool may_forward(GenerateResult& r) const;
   // Before the forward that extends the target sequence: may_forward, then the context length
   // (ContextFull).
@@ -34,6 +35,7 @@ class StopConditions {
  private:
   const GenerateOptions& options_;
   std::vector<int32_t> stop_tokens_;
+  mutable bool answered_ = false;
 };
 
 }  // namespace ghostline::engine

@@ -186,6 +186,15 @@ void to_json(json& j, const LogMessageParams& v) {
   j = {{"type", v.type}, {"message", v.message}};
 }
 
+void to_json(json& j, const CompletionUpdatedParams& v) {
+  j = {{"textDocument", v.text_document}, {"version", v.version}, {"position", v.position}};
+}
+void from_json(const json& j, CompletionUpdatedParams& v) {
+  v.text_document = member(j, "textDocument").get<TextDocumentIdentifier>();
+  v.version = int_member(j, "version");
+  v.position = member(j, "position").get<Position>();
+}
+
 void to_json(json& j, const DocumentTextResult& v) {
   j = {{"uri", v.uri}, {"version", v.version}, {"text", v.text}};
 }

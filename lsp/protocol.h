@@ -121,6 +121,14 @@ struct LogMessageParams {
   std::string message;
 };
 
+// ghostline/completionUpdated (server to client): work answered early at `position` of that
+// version of the document has finished with more text; ask for the inline completion again.
+struct CompletionUpdatedParams {
+  TextDocumentIdentifier text_document;
+  int64_t version = 0;
+  Position position;
+};
+
 struct DocumentTextResult {
   std::string uri;
   int64_t version = 0;
@@ -158,6 +166,8 @@ void to_json(nlohmann::json& j, const CompletionItem& v);
 void to_json(nlohmann::json& j, const CompletionList& v);
 void to_json(nlohmann::json& j, const LogMessageParams& v);
 void to_json(nlohmann::json& j, const DocumentTextResult& v);
+void to_json(nlohmann::json& j, const CompletionUpdatedParams& v);
+void from_json(const nlohmann::json& j, CompletionUpdatedParams& v);
 void from_json(const nlohmann::json& j, DocumentTextResult& v);
 
 }  // namespace ghostline::lsp

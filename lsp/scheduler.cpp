@@ -17,6 +17,8 @@ struct Scheduler::Job {
   CompletionRequest request;
   CancelToken token;
   Done done;
+  Updated updated;
+  uint64_t recent_serial = UINT64_MAX;  // I/O thread: its entry in recent_stats_, once answered
   Clock::time_point submitted_at;
   Clock::time_point ready_at;
   bool internal = false;            // prefetch: made by the scheduler, answers nobody
@@ -74,7 +76,7 @@ std::shared_ptr<Scheduler::Job> Scheduler::running() const {
 }
 
 Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRequest request,
-                                   Done done, std::chrono::milliseconds debounce) {
+                                   Done done, std::chrono::milliseconds debounce, Updated updated) {
   // Running work this request continues is kept; the rest is superseded or preempted.
   auto run = running();
   const bool continues_running = run && run->document_key == document_key &&
@@ -101,6 +103,7 @@ Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRe
   job->document_key = document_key;
   job->request = std::move(request);
   job->done = std::move(done);
+  job->updated = std::move(updated);
   job->submitted_at = Clock::now();
   // Kept work for this document is about to finish with what this request needs: no debounce.
   job->ready_at = job->submitted_at + (continues_running ? std::chrono::milliseconds(0) : debounce);
@@ -197,6 +200,23 @@ void Scheduler::document_edited(const std::string& document_key, std::span<const
   if (run && run->document_key == document_key && !typed_on) run->token.cancel();
 }
 
+nlohmann::json Scheduler::stats_of(const Outcome& outcome) {
+  nlohmann::json stats = outcome.result.stats.is_object() ? outcome.result.stats : nlohmann::json::object();
+  stats["queueMs"] = outcome.queue_ms;
+  stats["completeMs"] = outcome.complete_ms;
+  return stats;
+}
+
+// I/O thread: the stats of a job answered early become those of its whole run, marked so.
+void Scheduler::record_final(const std::shared_ptr<Job>& job, const Outcome& outcome) {
+  if (job->recent_serial < recent_base_ || job->recent_serial >= recent_base_ + recent_stats_.size()) return;
+  nlohmann::json& entry = recent_stats_[job->recent_serial - recent_base_];
+  const nlohmann::json answered_after = entry.value("completeMs", nlohmann::json());
+  entry = stats_of(outcome);
+  entry["answeredEarly"] = true;
+  entry["answeredAfterMs"] = answered_after;
+}
+
 // I/O thread: delivers the single outcome of a job.
 void Scheduler::finish(const std::shared_ptr<Job>& job, Outcome outcome) {
   if (job->answered) return;
@@ -204,11 +224,12 @@ void Scheduler::finish(const std::shared_ptr<Job>& job, Outcome outcome) {
   live_.erase(job->id);
   if (outcome.kind == Outcome::Kind::Completed) {
     constexpr size_t kRecent = 64;
-    nlohmann::json stats = outcome.result.stats.is_object() ? outcome.result.stats : nlohmann::json::object();
-    stats["queueMs"] = outcome.queue_ms;
-    stats["completeMs"] = outcome.complete_ms;
-    recent_stats_.push_back(std::move(stats));
-    if (recent_stats_.size() > kRecent) recent_stats_.pop_front();
+    job->recent_serial = recent_base_ + recent_stats_.size();
+    recent_stats_.push_back(stats_of(outcome));
+    if (recent_stats_.size() > kRecent) {
+      recent_stats_.pop_front();
+      ++recent_base_;
+    }
   }
   if (auto it = latest_by_document_.find(job->document_key);
       it != latest_by_document_.end() && it->second == job->id)
@@ -226,9 +247,26 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
   Outcome outcome{Outcome::Kind::Completed, {}, {}};
   auto started = Clock::now();
   outcome.queue_ms = ms_between(job->submitted_at, started);
+  // Set on the engine thread when the completer answers early; read there after it returns.
+  std::optional<std::string> answered_with;
+  const Completer::AnswerNow answer_now = [&](const CompletionResult& partial) {
+    if (job->internal || answered_with) return;
+    answered_with = partial.insert_text;
+    Outcome early{Outcome::Kind::Completed, partial, {}, outcome.queue_ms, ms_between(started, Clock::now())};
+    {
+      std::lock_guard guard(mutex_);
+      ++counters_.answered_early;
+    }
+    post_([this, job, early = std::move(early)]() mutable {
+      if (job->answered) return;
+      job->kept = true;  // answered, and its work goes on
+      finish(job, std::move(early));
+    });
+  };
   if (run) {
     try {
-      outcome.result = completer_.complete(job->request, job->token);
+      outcome.result = job->updated ? completer_.complete_answering_early(job->request, job->token, answer_now)
+                                    : completer_.complete(job->request, job->token);
     } catch (const std::exception& e) {
       outcome.kind = Outcome::Kind::Failed;
       outcome.error = e.what();
@@ -258,15 +296,21 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
   if (outcome.kind == Outcome::Kind::Failed) {
     ++counters_.failed;
   } else if (!cancelled) {
-    if (job->kept) ++counters_.kept_finished;
+    if (job->kept || answered_with) ++counters_.kept_finished;
     else ++counters_.completed;
   }
   const bool idle_next = run && !cancelled && outcome.kind == Outcome::Kind::Completed &&
                          queue_.empty() && !stopping_;
+  const bool grew = answered_with && !cancelled && outcome.kind == Outcome::Kind::Completed &&
+                    outcome.result.insert_text != *answered_with;
+  if (grew) ++counters_.updated;
   lock.unlock();
   // A job cancelled meanwhile was already answered on the I/O thread; finish() ignores it.
   CompletionResult result = outcome.result;
+  if (answered_with && outcome.kind == Outcome::Kind::Completed && !cancelled)
+    post_([this, job, outcome] { record_final(job, outcome); });
   post_([this, job, outcome = std::move(outcome)]() mutable { finish(job, std::move(outcome)); });
+  if (grew) post_([job] { job->updated(); });
   std::optional<CompletionRequest> next;
   if (idle_next) {
     try {

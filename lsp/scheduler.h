@@ -47,6 +47,8 @@ struct SchedulerCounters {
   uint64_t answered_from_memory = 0;  // answered on the I/O thread by Completer::recall
   uint64_t kept_running = 0;        // answered as cancelled, work kept because the user typed on
   uint64_t kept_finished = 0;       // kept work that ran to its end
+  uint64_t answered_early = 0;      // answered with what was ready at the deadline, work kept
+  uint64_t updated = 0;             // of those, finished with more than the answer showed
   uint64_t prefetch_started = 0, prefetch_finished = 0, prefetch_preempted = 0;
   uint64_t stopped_runs = 0;        // runs whose token was cancelled while the completer ran
   uint64_t steps_after_cancel = 0;  // model steps those runs finished after the cancel (total)
@@ -57,6 +59,9 @@ class Scheduler {
  public:
   using JobId = uint64_t;
   using Done = std::function<void(Outcome)>;
+  // I/O thread: a job answered early (Completer::complete_answering_early) finished with more
+  // than it was answered with; the client may ask again.
+  using Updated = std::function<void()>;
   // Runs a function on the I/O thread.
   using Post = std::function<void(std::function<void()>)>;
 
@@ -70,7 +75,7 @@ class Scheduler {
   // I/O thread only. `document_key` identifies the document across sessions (session id +
   // URI). An older job for the same key is cancelled as superseded.
   JobId submit(const std::string& document_key, CompletionRequest request, Done done,
-               std::chrono::milliseconds debounce);
+               std::chrono::milliseconds debounce, Updated updated = {});
   JobId submit(const std::string& document_key, CompletionRequest request, Done done) {
     return submit(document_key, std::move(request), std::move(done), debounce_);
   }
@@ -101,6 +106,8 @@ class Scheduler {
   struct Job;
   void engine_loop();
   void finish(const std::shared_ptr<Job>& job, Outcome outcome);
+  void record_final(const std::shared_ptr<Job>& job, const Outcome& outcome);
+  static nlohmann::json stats_of(const Outcome& outcome);
   // Answers a running job as cancelled but lets its work go on.
   void keep_running(const std::shared_ptr<Job>& job, CancelReason reason);
   // Answers the document's pending job as cancelled; when it is `run` and its work is still
@@ -120,6 +127,7 @@ class Scheduler {
   std::unordered_map<std::string, JobId> latest_by_document_;
   JobId next_id_ = 1;
   std::deque<nlohmann::json> recent_stats_;
+  uint64_t recent_base_ = 0;  // serial number of recent_stats_.front()
 
   // Shared with the engine thread.
   mutable std::mutex mutex_;

@@ -235,7 +235,7 @@ void Session::on_initialize(const json& id, const InitializeParams& params) {
        {{"openClose", true}, {"change", 2 /* incremental */}, {"save", {{"includeText", false}}}}},
       {"inlineCompletionProvider", json::object()},
       {"completionProvider", {{"resolveProvider", false}, {"triggerCharacters", json::array()}}},
-      {"experimental", {{"ghostlineStats", true}}},
+      {"experimental", {{"ghostlineStats", true}, {"ghostline", {{"completionUpdated", true}}}}},
   };
   reply(id, {{"capabilities", capabilities},
              {"serverInfo", {{"name", "ghostline"}, {"version", GHOSTLINE_VERSION_STRING}}}});
@@ -408,7 +408,16 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
         pending_.erase(key);
         reply_completion(id, style, outcome, snapshot, cursor_offset);
       },
-      std::chrono::milliseconds(settings_.debounce_ms));
+      std::chrono::milliseconds(settings_.debounce_ms),
+      // Only inline completions grow: the notification asks the client to request again.
+      style == Style::Inline ? Scheduler::Updated([this, snapshot, cursor_offset] {
+        if (exited_) return;
+        notify("ghostline/completionUpdated",
+               CompletionUpdatedParams{.text_document = {.uri = snapshot->uri()},
+                                       .version = snapshot->version(),
+                                       .position = snapshot->position_of(cursor_offset, encoding_)});
+      })
+                             : Scheduler::Updated());
   // The job may have been answered synchronously (scheduler stopping); then it is gone.
   if (auto p = pending_.find(key); p != pending_.end()) p->second = job;
 }
@@ -480,6 +489,8 @@ void Session::on_stats(const json& id, const NoParams&) {
                {"answeredFromMemory", c.answered_from_memory},
                {"keptRunning", c.kept_running},
                {"keptFinished", c.kept_finished},
+               {"answeredEarly", c.answered_early},
+               {"updated", c.updated},
                {"prefetchStarted", c.prefetch_started},
                {"prefetchFinished", c.prefetch_finished},
                {"prefetchPreempted", c.prefetch_preempted},

@@ -53,7 +53,7 @@ std::string dominant_type(const engine::GgufFile& file) {
 
 int bench_main(std::span<char* const> args) {
   std::string model_path;
-  int n_prompt = 512, n_gen = 128, threads = 2, reps = 5;
+  int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, depth = 0;
   ArgParser parser("ghostline bench",
                    "Measure prompt processing (ppN) and generation (tgN) speed like llama-bench.");
   parser.option("-m,--model", "FILE", "the GGUF model", &model_path);
@@ -61,9 +61,11 @@ int bench_main(std::span<char* const> args) {
   parser.option("-n,--n-gen", "N", "tokens generated one at a time (0: skip)", &n_gen);
   parser.option("-t,--threads", "N", "compute threads", &threads);
   parser.option("-r,--repetitions", "N", "runs per test (after one warm-up run)", &reps);
+  parser.option("-d,--n-depth", "N",
+                "tokens of context already in the KV cache before each test (as llama-bench -d)", &depth);
   if (auto rc = parser.parse(args)) return *rc;
-  if (model_path.empty() || n_prompt < 0 || n_gen < 0 || reps < 1 || threads < 1) {
-    std::fprintf(stderr, "ghostline bench: need -m FILE, -p/-n >= 0, -r >= 1, -t >= 1\n\n%s",
+  if (model_path.empty() || n_prompt < 0 || n_gen < 0 || depth < 0 || reps < 1 || threads < 1) {
+    std::fprintf(stderr, "ghostline bench: need -m FILE, -p/-n/-d >= 0, -r >= 1, -t >= 1\n\n%s",
                  parser.help().c_str());
     return 2;
   }
@@ -72,25 +74,33 @@ int bench_main(std::span<char* const> args) {
   return report_errors("bench", [&] {
     auto model = load_model_for_command(model_path);
     const ModelConfig& c = model->config();
-    const int max_tokens = std::max(n_prompt, n_gen);
+    const int max_tokens = depth + std::max(n_prompt, n_gen);
     if (max_tokens > model->n_ctx()) {
       std::fprintf(stderr, "ghostline bench: %d tokens exceed the context length %d\n", max_tokens,
                    model->n_ctx());
       return 2;
     }
-    auto pool_owner = kv_pool_for(*model, max_tokens);
+    // The depth's KV is computed once and shared by every run (copy on extend), plus room for
+    // the partial block each run copies.
+    auto pool_owner = kv_pool_for(*model, max_tokens + KvBlockPool::kBlockTokens);
     KvBlockPool& pool = *pool_owner;
     Generator gen(
         *model, pool,
-        {.threads = threads, .backend = BackendKind::Cpu, .chunk_tokens = std::max(1, n_prompt)});
+        {.threads = threads, .backend = BackendKind::Cpu, .chunk_tokens = n_prompt > 0 ? n_prompt : 512});
 
     // Random token ids, as llama-bench uses: the speed does not depend on them.
     std::mt19937 rng(1234);
     std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
     for (int32_t& id : prompt) id = static_cast<int32_t>(rng() % uint32_t(c.n_vocab));
 
+    KvSequence context;
+    if (depth > 0) {
+      std::vector<int32_t> ids(static_cast<size_t>(depth));
+      for (int32_t& id : ids) id = static_cast<int32_t>(rng() % uint32_t(c.n_vocab));
+      gen.forward(context, ids, LogitsRequest::none());
+    }
     auto run_pp = [&] {
-      KvSequence seq;
+      KvSequence seq = pool.share(context, depth);
       const auto start = Clock::now();
       gen.forward(seq, prompt);
       const double s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -98,7 +108,7 @@ int bench_main(std::span<char* const> args) {
       return n_prompt / s;
     };
     auto run_tg = [&] {
-      KvSequence seq;
+      KvSequence seq = pool.share(context, depth);
       int32_t token = static_cast<int32_t>(rng() % uint32_t(c.n_vocab));
       const auto start = Clock::now();
       for (int i = 0; i < n_gen; ++i) {
@@ -122,17 +132,19 @@ int bench_main(std::span<char* const> args) {
                   format_count(model->n_params()).c_str(), threads, test.c_str(), f.mean, f.stddev);
       std::fflush(stdout);
     };
+    // llama-bench's names: "pp512 @ d4096".
+    const std::string at_depth = depth > 0 ? " @ d" + std::to_string(depth) : "";
     if (n_prompt > 0) {
       run_pp();  // warm-up
       std::vector<double> samples;
       for (int r = 0; r < reps; ++r) samples.push_back(run_pp());
-      row("pp" + std::to_string(n_prompt), samples);
+      row("pp" + std::to_string(n_prompt) + at_depth, samples);
     }
     if (n_gen > 0) {
       run_tg();
       std::vector<double> samples;
       for (int r = 0; r < reps; ++r) samples.push_back(run_tg());
-      row("tg" + std::to_string(n_gen), samples);
+      row("tg" + std::to_string(n_gen) + at_depth, samples);
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
@@ -140,6 +152,7 @@ int bench_main(std::span<char* const> args) {
                 format_bytes(uint64_t(usage.ru_maxrss) * 1024).c_str(),
                 format_bytes(model->weight_bytes()).c_str(),
                 format_bytes(pool.stats().bytes_total).c_str());
+    pool.release(context);
     return 0;
   });
 }

@@ -10,7 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
+#include <deque>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,13 +32,21 @@ std::string default_socket_path() {
 }
 
 // Starts `ghostline serve --listen ADDR ARGS...` detached from this process and its terminal.
-bool start_daemon(const std::string& address, const std::vector<std::string>& serve_args,
-                  const std::string& log_file) {
+// Starts the daemon detached (adopted by init); returns its pid, or -1.
+pid_t start_daemon(const std::string& address, const std::vector<std::string>& serve_args,
+                   const std::string& log_file) {
+  int pid_pipe[2];
+  if (::pipe(pid_pipe) != 0) return -1;
   pid_t pid = ::fork();
-  if (pid < 0) return false;
+  if (pid < 0) return -1;
   if (pid == 0) {
+    ::close(pid_pipe[0]);
     ::setsid();
-    if (::fork() != 0) ::_exit(0);  // the grandchild is adopted by init
+    if (pid_t daemon = ::fork(); daemon != 0) {  // the grandchild is adopted by init
+      ssize_t written = ::write(pid_pipe[1], &daemon, sizeof daemon);
+      ::_exit(written == sizeof daemon ? 0 : 1);
+    }
+    ::close(pid_pipe[1]);
     int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, STDIN_FILENO);
     ::dup2(null, STDOUT_FILENO);
@@ -48,9 +59,26 @@ bool start_daemon(const std::string& address, const std::vector<std::string>& se
     ::execv("/proc/self/exe", cargs.data());
     ::_exit(127);
   }
+  ::close(pid_pipe[1]);
+  pid_t daemon = -1;
+  if (::read(pid_pipe[0], &daemon, sizeof daemon) != sizeof daemon) daemon = -1;
+  ::close(pid_pipe[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? daemon : -1;
+}
+
+// The last lines of a log file, to show why a daemon stopped.
+std::string log_tail(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  for (std::string line; std::getline(in, line);) {
+    tail.push_back(line);
+    if (tail.size() > lines) tail.pop_front();
+  }
+  std::string out;
+  for (const auto& line : tail) out += "  " + line + "\n";
+  return out;
 }
 
 void copy_until_eof(int from, int to, bool shutdown_socket_after) {
@@ -109,12 +137,19 @@ int connect_main(std::span<char* const> args) {
     if (log_file.empty()) log_file = address.path + ".log";
     std::fprintf(stderr, "ghostline connect: starting a daemon on %s (log: %s)\n", address_text.c_str(),
                  log_file.c_str());
-    if (!start_daemon(address_text, serve_args, log_file)) {
+    const pid_t daemon = start_daemon(address_text, serve_args, log_file);
+    if (daemon < 0) {
       std::fprintf(stderr, "ghostline connect: could not start the daemon\n");
       return 1;
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
     while ((fd = lsp::connect_to(address)) < 0) {
+      // A daemon that stopped (a missing model, a bad option) will never listen: say why now.
+      if (::kill(daemon, 0) != 0 && errno == ESRCH) {
+        std::fprintf(stderr, "ghostline connect: the daemon stopped before listening; the end of %s:\n%s",
+                     log_file.c_str(), log_tail(log_file, 5).c_str());
+        return 1;
+      }
       if (std::chrono::steady_clock::now() > deadline) {
         std::fprintf(stderr, "ghostline connect: the daemon did not listen within %d s; see %s\n", wait_s,
                      log_file.c_str());

@@ -22,6 +22,11 @@ int make_model_main(std::span<char* const> args) {
   parser.option("--type", "TYPE", "weight type: F32, F16, Q8_0 or Q4_0", &type);
   parser.option("--arch", "ARCH", "qwen2 or llama", &spec.arch);
   parser.option("--vocab", "N", "vocabulary size", &spec.n_vocab);
+  std::string vocab_from;
+  parser.option("--vocab-from", "FILE",
+                "take the tokenizer of this GGUF file (e.g. a vocabulary-only file of a real model) instead of a "
+                "synthetic one; --vocab is then its size",
+                &vocab_from);
   parser.option("--embd", "N", "embedding size", &spec.n_embd);
   parser.option("--layers", "N", "transformer blocks", &spec.n_layer);
   parser.option("--heads", "N", "attention heads", &spec.n_head);
@@ -48,6 +53,7 @@ int make_model_main(std::span<char* const> args) {
     return 2;
   }
   spec.tied_output = !untied;
+  spec.vocab_from = vocab_from;
   spec.seed = static_cast<uint64_t>(seed);
   try {
     engine::write_random_model(out_path, spec);
@@ -58,6 +64,7 @@ int make_model_main(std::span<char* const> args) {
   std::printf("wrote %s (%s %s, embd %d, %d layers, %d heads, %d kv heads, ffn %d, vocab %d)\n",
               out_path.c_str(), spec.arch.c_str(), type.c_str(), spec.n_embd, spec.n_layer,
               spec.n_head, spec.n_head_kv, spec.n_ff, spec.n_vocab);
+  if (!vocab_from.empty()) std::printf("tokenizer from %s\n", vocab_from.c_str());
   return 0;
 }
 

@@ -101,6 +101,12 @@ class EngineCompleter : public lsp::Completer {
 
   lsp::CompletionResult complete(const lsp::CompletionRequest& request,
                                  const lsp::CancelToken& cancel) override {
+    return complete_answering_early(request, cancel, nullptr);
+  }
+
+  lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request,
+                                                 const lsp::CancelToken& cancel,
+                                                 const AnswerNow& answer_now) override {
     Request q(request, options_);
     CompletionStats& stats = q.stats;
 
@@ -123,7 +129,7 @@ class EngineCompleter : public lsp::Completer {
     engine::GenerateResult r;
     {
       StageTimer t(stats.stages.generate);
-      r = generate(q, shape, cancel, target_kv, use_draft ? &draft_kv : nullptr);
+      r = generate(q, shape, cancel, answer_now, target_kv, use_draft ? &draft_kv : nullptr);
     }
     target_kv.keep(q.prompt.tokens, r.tokens, use_cache());
     if (use_draft) draft_kv.keep(q.prompt.tokens, r.tokens, use_cache());
@@ -132,14 +138,10 @@ class EngineCompleter : public lsp::Completer {
     lsp::CompletionResult result;
     {
       StageTimer t(stats.stages.post_process);
-      const auto& tokenizer = target_->model().tokenizer();
-      std::vector<int32_t> visible;
-      for (int32_t token : r.tokens)
-        if (!tokenizer.is_control(token)) visible.push_back(token);
       const bool cut_short = r.reason == engine::StopReason::Deadline ||
                              r.reason == engine::StopReason::MaxTokens ||
                              r.reason == engine::StopReason::ContextFull;
-      stats.generated_text = tokenizer.decode_continuation(visible);
+      stats.generated_text = visible_text(r.tokens);
       result.insert_text = syntax::finish_completion(shape, stats.generated_text, cut_short);
       result.replace_begin = result.replace_end = request.cursor;
     }
@@ -154,6 +156,8 @@ class EngineCompleter : public lsp::Completer {
   // Prefill of an uncached prompt may use this share of the deadline; decoding gets the rest.
   static constexpr double kPrefillShare = 0.6;
   static constexpr int kMinPrefillTokens = 64;
+  // Work answered early may go on to this many times the deadline (at least a second).
+  static constexpr int kKeepWorkingFactor = 8;
 
  private:
   // One request as it goes through the stages.
@@ -172,6 +176,15 @@ class EngineCompleter : public lsp::Completer {
   };
 
   bool use_cache() const { return !options_.no_prefix_cache; }
+
+  // The text of generated tokens, without control tokens.
+  std::string visible_text(std::span<const int32_t> tokens) const {
+    const auto& tokenizer = target_->model().tokenizer();
+    std::vector<int32_t> visible;
+    for (int32_t token : tokens)
+      if (!tokenizer.is_control(token)) visible.push_back(token);
+    return tokenizer.decode_continuation(visible);
+  }
 
   void load_draft(int threads) {
     if (!std::filesystem::exists(options_.draft))
@@ -194,9 +207,11 @@ class EngineCompleter : public lsp::Completer {
   void build_prompt(Request& q) {
     const auto& request = q.request;
     PromptLimits limits;
-    const int room = target_->model().n_ctx() - q.max_tokens - 8;
+    int longest = target_->max_sequence_tokens();
+    if (draft_) longest = std::min(longest, draft_->max_sequence_tokens());
+    const int room = longest - q.max_tokens - 8;
     limits.max_prefix_tokens =
-        std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens));
+        std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens - limits.max_far_suffix_tokens));
     q.prompt = prompts_->build(request.text, request.cursor, limits);
     q.match = target_->match(q.prompt.tokens, use_cache());
 
@@ -222,8 +237,8 @@ class EngineCompleter : public lsp::Completer {
   // Stage 4. Speculation: n-gram proposals always, the draft model's when there is one. The
   // draft's KV comes from its own radix tree; it catches up on the prompt only if it proposes.
   engine::GenerateResult generate(Request& q, const syntax::CompletionShape& shape,
-                                  const lsp::CancelToken& cancel, KvLease& target_kv,
-                                  KvLease* draft_kv) {
+                                  const lsp::CancelToken& cancel, const AnswerNow& answer_now,
+                                  KvLease& target_kv, KvLease* draft_kv) {
     const auto& tokenizer = target_->model().tokenizer();
     syntax::StopRules stop_rules(shape);
     engine::GenerateOptions gen;
@@ -235,6 +250,21 @@ class EngineCompleter : public lsp::Completer {
       const int32_t one[1] = {token};
       return stop_rules.append(tokenizer.decode_continuation(one));
     };
+    if (answer_now) {
+      // The reply is due at the deadline with what is ready; the work goes on a while longer
+      // (the kept-work path: a keystroke that does not continue it stops it).
+      gen.answer_by = gen.deadline;
+      gen.deadline = q.start + std::chrono::milliseconds(std::max(q.deadline_ms * kKeepWorkingFactor, 1000));
+      gen.on_answer_by = [&](std::span<const int32_t> tokens) {
+        lsp::CompletionResult partial;
+        partial.insert_text = syntax::finish_completion(shape, visible_text(tokens), /*cut_short=*/true);
+        partial.replace_begin = partial.replace_end = q.request.cursor;
+        partial.stats = {{"answeredEarly", true},
+                         {"generatedTokens", tokens.size()},
+                         {"totalMs", ms_since(q.start)}};
+        answer_now(partial);
+      };
+    }
     if (options_.speculation == SpeculationMode::Off)
       return target_->generator().generate(target_kv.seq(), q.prompt.tokens, gen);
     SpeculationState& state = speculation_state(q.request);

@@ -20,10 +20,17 @@ std::optional<lsp::CompletionResult> MemoCompleter::recall(const lsp::Completion
 
 lsp::CompletionResult MemoCompleter::complete(const lsp::CompletionRequest& request,
                                               const lsp::CancelToken& cancel) {
+  return complete_answering_early(request, cancel, nullptr);
+}
+
+lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::CompletionRequest& request,
+                                                              const lsp::CancelToken& cancel,
+                                                              const AnswerNow& answer_now) {
   // Queued behind work that has meanwhile made what this request needs.
   if (auto result = recall(request)) return std::move(*result);
   ++inner_calls_;
-  lsp::CompletionResult result = inner_->complete(request, cancel);
+  lsp::CompletionResult result =
+      answer_now ? inner_->complete_answering_early(request, cancel, answer_now) : inner_->complete(request, cancel);
   // A cancelled run may have stopped anywhere: only whole completions are remembered.
   if (!cancel.cancelled() && !request.has_selected && result.replace_begin == request.cursor &&
       result.replace_end == request.cursor)

@@ -18,6 +18,8 @@ class MemoCompleter : public lsp::Completer {
   MemoCompleter(std::unique_ptr<lsp::Completer> inner, bool prefetch);
 
   lsp::CompletionResult complete(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel) override;
+  lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel,
+                                                 const AnswerNow& answer_now) override;
   std::string describe() const override { return inner_->describe(); }
   bool ready() const override { return inner_->ready(); }
   std::optional<lsp::CompletionResult> recall(const lsp::CompletionRequest& request) override;

@@ -28,19 +28,19 @@ ModelSlot::ModelSlot(const std::string& path, size_t kv_bytes, int threads) {
       std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim, kv_bytes);
   generator_ = std::make_unique<engine::Generator>(
       *model_, *pool_, engine::GeneratorOptions{.threads = threads, .chunk_tokens = kMaxChunk});
-  // Measure prefill speed once, then size prefill chunks so that one costs a few
-  // milliseconds: cancellation and the deadline are checked between chunks.
+  // Measure prefill speed once, then size prefill chunks so that one layer of a chunk costs a
+  // few milliseconds: cancellation is checked between layers, the deadline between chunks. On
+  // a large model a chunk of a few tokens would read all the weights for little work.
   prefill_tokens_per_ms_ = measure_prefill();
-  generator_->set_chunk_tokens(
-      std::clamp(static_cast<int>(prefill_tokens_per_ms_ * kChunkMs), 8, kMaxChunk));
-  // The tree may fill the pool but for the blocks one request needs at most.
-  const int request_blocks = (model_->n_ctx() + engine::KvBlockPool::kBlockTokens - 1) /
-                                 engine::KvBlockPool::kBlockTokens +
-                             1;
-  const size_t cache_blocks = static_cast<size_t>(std::max(1, pool_->capacity() - request_blocks));
+  const double per_layer_tokens = prefill_tokens_per_ms_ * kLayerMs * model_->config().n_layer;
+  generator_->set_chunk_tokens(std::clamp(static_cast<int>(per_layer_tokens), kMinChunk, kMaxChunk));
+  // The tree may fill the whole pool: a request that needs blocks takes them back from it (the
+  // reclaim hook evicts unlocked nodes, least recently used first). Reserving room for a
+  // request of the model's declared context (16k-32k tokens for real models) would leave the
+  // tree nothing under any sensible budget.
   refs_ = std::make_unique<PoolRefcounts>(*pool_);
-  cache_ =
-      std::make_unique<cache::PrefixCache>(*refs_, engine::KvBlockPool::kBlockTokens, cache_blocks);
+  cache_ = std::make_unique<cache::PrefixCache>(*refs_, engine::KvBlockPool::kBlockTokens,
+                                                static_cast<size_t>(pool_->capacity()));
   pool_->set_reclaim_hook(
       [this](int wanted) { return cache_->evict(static_cast<size_t>(wanted)) > 0; });
 }
@@ -52,6 +52,10 @@ ModelSlot::~ModelSlot() {
 
 // Tokens per millisecond of one prefill chunk of kMaxChunk tokens (which also pages the weights
 // in).
+int ModelSlot::max_sequence_tokens() const {
+  return std::min(model_->n_ctx(), pool_->capacity() * engine::KvBlockPool::kBlockTokens);
+}
+
 double ModelSlot::measure_prefill() {
   const int n = std::min(kMaxChunk, model_->n_ctx() / 2);
   std::vector<int32_t> ids(static_cast<size_t>(n));

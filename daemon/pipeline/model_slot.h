@@ -30,6 +30,10 @@ class ModelSlot {
   // nothing when `use_cache` is false.
   cache::PrefixCache::Match match(std::span<const int32_t> prompt, bool use_cache);
 
+  // The longest sequence (prompt and completion) this slot can hold: the model's context or the
+  // KV pool, whichever is smaller.
+  int max_sequence_tokens() const;
+
   // Prompt tokens per millisecond: measured at load, then a running average of real requests.
   double prefill_tokens_per_ms() const { return prefill_tokens_per_ms_; }
   void update_prefill_rate(const engine::GenerateResult& r);
@@ -38,8 +42,9 @@ class ModelSlot {
   class PoolRefcounts;
   double measure_prefill();
 
-  static constexpr double kChunkMs = 5.0;
-  static constexpr int kMaxChunk = 64;
+  static constexpr double kLayerMs = 4.0;
+  static constexpr int kMinChunk = 16;
+  static constexpr int kMaxChunk = 128;
 
   std::unique_ptr<engine::Model> model_;
   std::unique_ptr<engine::KvBlockPool> pool_;

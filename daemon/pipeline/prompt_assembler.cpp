@@ -17,8 +17,10 @@ size_t bytes_for(int tokens) { return static_cast<size_t>(tokens) * 6 + 256; }
 // Window edges snap to this grid so that they stay put while the user types.
 constexpr size_t kWindowGrid = 4096;
 // Segments end at the first line end after this many bytes.
-constexpr size_t kSegmentBytes = 512;
+constexpr size_t kSegmentBytes = 256;
 constexpr size_t kMaxCachedSegments = 8192;
+// PSM's far suffix starts on this grid, counted from the end of the file.
+constexpr size_t kFarGrid = 256;
 
 size_t line_start_at_or_after(std::string_view text, size_t pos) {
   if (pos == 0) return 0;
@@ -108,43 +110,44 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
   }
   p.segments = static_cast<int>(prefix_segments.size() - first) + 1;
 
-  // Suffix: from the cursor to a line end past the budget, its end on the grid too.
-  std::vector<int32_t> suffix;
-  if (p.mode != FimMode::PrefixOnly && limits.max_suffix_tokens > 0 && cursor < text.size()) {
-    size_t end = text.size();
-    size_t sbudget = bytes_for(limits.max_suffix_tokens);
-    if (text.size() - cursor > sbudget) {
-      end = std::min(text.size(), line_start_at_or_after(text, (cursor + sbudget + kWindowGrid - 1) / kWindowGrid * kWindowGrid));
-      p.truncated = true;
-    }
-    // The rest of the cursor's line is its own segment; whole lines after it are cached.
-    size_t line_end = std::min(end, line_start_at_or_after(text, cursor + 1));
-    suffix = tokenizer_.encode_continuation(text.substr(cursor, line_end - cursor));
-    ++p.segments_tokenized;
-    std::vector<std::vector<int32_t>> suffix_segments;
-    append_segments(text.substr(line_end, end - line_end), false, suffix_segments, &p.segments_tokenized);
-    for (const auto& s : suffix_segments) {
-      if (suffix.size() >= static_cast<size_t>(limits.max_suffix_tokens)) break;
-      suffix.insert(suffix.end(), s.begin(), s.end());
-    }
-    p.segments += 1 + static_cast<int>(suffix_segments.size());
-    if (static_cast<int>(suffix.size()) > limits.max_suffix_tokens) {
-      suffix.resize(limits.max_suffix_tokens);
-      p.truncated = true;
+  std::vector<int32_t> suffix, far;
+  if (p.mode == FimMode::Spm) {
+    suffix = suffix_tokens(text, cursor, limits.max_suffix_tokens, p);
+  } else if (p.mode == FimMode::Psm && cursor < text.size()) {
+    if (fim_.file_sep < 0) {
+      suffix = suffix_tokens(text, cursor, limits.max_local_suffix_tokens, p);
+    } else {
+      // The FIM suffix runs from the cursor to where the far suffix starts (at least the rest of
+      // the line), as far as its limit allows; the far suffix goes before the prefix.
+      const size_t rest_end = line_start_at_or_after(text, cursor + 1);
+      const size_t far_begin = far_suffix_start(text, rest_end);
+      suffix = tokenizer_.encode_continuation(text.substr(cursor, far_begin - cursor));
+      ++p.segments_tokenized;
+      ++p.segments;
+      if (static_cast<int>(suffix.size()) > limits.max_local_suffix_tokens) {
+        suffix.resize(static_cast<size_t>(std::max(0, limits.max_local_suffix_tokens)));
+        p.truncated = true;
+      }
+      far = far_suffix_tokens(text, far_begin, limits.max_far_suffix_tokens, p);
     }
   }
   p.prefix_tokens = static_cast<int>(prefix.size());
   p.suffix_tokens = static_cast<int>(suffix.size());
+  p.far_suffix_tokens = static_cast<int>(far.size());
 
   const FimTokens& fim = fim_;
   auto& t = p.tokens;
-  t.reserve(prefix.size() + suffix.size() + 4);
+  t.reserve(far.size() + prefix.size() + suffix.size() + 5);
   if (fim.add_bos) t.push_back(fim.bos);
   switch (p.mode) {
     case FimMode::PrefixOnly:
       t.insert(t.end(), prefix.begin(), prefix.end());
       break;
     case FimMode::Psm:
+      if (!far.empty()) {
+        t.push_back(fim.file_sep);
+        t.insert(t.end(), far.begin(), far.end());
+      }
       t.push_back(fim.pre);
       t.insert(t.end(), prefix.begin(), prefix.end());
       t.push_back(fim.suf);
@@ -160,6 +163,64 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
       break;
   }
   return p;
+}
+
+// Suffix: from the cursor to a line end past the budget, its end on the grid too.
+std::vector<int32_t> PromptAssembler::suffix_tokens(std::string_view text, size_t cursor, int max_tokens,
+                                                    Prompt& p) {
+  std::vector<int32_t> suffix;
+  if (max_tokens <= 0 || cursor >= text.size()) return suffix;
+  size_t end = text.size();
+  const size_t sbudget = bytes_for(max_tokens);
+  if (text.size() - cursor > sbudget) {
+    end = std::min(text.size(),
+                   line_start_at_or_after(text, (cursor + sbudget + kWindowGrid - 1) / kWindowGrid * kWindowGrid));
+    p.truncated = true;
+  }
+  // The rest of the cursor's line is its own segment; whole lines after it are cached.
+  const size_t line_end = std::min(end, line_start_at_or_after(text, cursor + 1));
+  suffix = tokenizer_.encode_continuation(text.substr(cursor, line_end - cursor));
+  ++p.segments_tokenized;
+  std::vector<std::vector<int32_t>> segments;
+  append_segments(text.substr(line_end, end - line_end), false, segments, &p.segments_tokenized);
+  for (const auto& s : segments) {
+    if (suffix.size() >= static_cast<size_t>(max_tokens)) break;
+    suffix.insert(suffix.end(), s.begin(), s.end());
+  }
+  p.segments += 1 + static_cast<int>(segments.size());
+  if (static_cast<int>(suffix.size()) > max_tokens) {
+    suffix.resize(static_cast<size_t>(max_tokens));
+    p.truncated = true;
+  }
+  return suffix;
+}
+
+// Typing before `from` shifts the rest of the file as a whole, so a start at a fixed distance
+// from the end of the file selects the same text while the user types; it moves only when the
+// cursor's line crosses a grid line.
+size_t PromptAssembler::far_suffix_start(std::string_view text, size_t from) {
+  const size_t from_end = (text.size() - std::min(from, text.size())) / kFarGrid * kFarGrid;
+  return line_start_at_or_after(text, text.size() - from_end);
+}
+
+std::vector<int32_t> PromptAssembler::far_suffix_tokens(std::string_view text, size_t begin, int max_tokens,
+                                                        Prompt& p) {
+  std::vector<int32_t> far;
+  if (max_tokens <= 0 || begin >= text.size()) return far;
+  // An end at a fixed distance from the start selects the same text too.
+  const size_t end = std::min(text.size(), line_start_at_or_after(text, begin + bytes_for(max_tokens)));
+  std::vector<std::vector<int32_t>> segments;
+  append_segments(text.substr(begin, end - begin), false, segments, &p.segments_tokenized);
+  for (const auto& s : segments) {
+    if (far.size() + s.size() > static_cast<size_t>(max_tokens)) {
+      p.truncated = true;
+      break;
+    }
+    far.insert(far.end(), s.begin(), s.end());
+    ++p.segments;
+  }
+  if (end < text.size()) p.truncated = true;
+  return far;
 }
 
 }  // namespace ghostline::daemon

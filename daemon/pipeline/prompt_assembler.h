@@ -22,7 +22,13 @@ using engine::FimTokens;
 
 struct PromptLimits {
   int max_prefix_tokens = 1024;
-  int max_suffix_tokens = 128;
+  int max_suffix_tokens = 128;  // SPM: the suffix comes first, where typing does not change it
+  // PSM prompts: everything after the cursor in the prompt is computed again on each keystroke,
+  // so the FIM suffix is only the text near the cursor; the text after it goes before the
+  // prefix as the context of another file (when the model has a file separator), where typing
+  // does not change it.
+  int max_local_suffix_tokens = 20;
+  int max_far_suffix_tokens = 256;
 };
 
 struct Prompt {
@@ -30,6 +36,7 @@ struct Prompt {
   FimMode mode = FimMode::PrefixOnly;
   int prefix_tokens = 0;
   int suffix_tokens = 0;
+  int far_suffix_tokens = 0;  // PSM: suffix text given as earlier context (see PromptLimits)
   bool truncated = false;    // prefix or suffix was cut to fit the limits
   int segments = 0;          // text segments in the prompt
   int segments_tokenized = 0;  // of which were not in the segment cache
@@ -54,6 +61,14 @@ class PromptAssembler {
   void append_segments(std::string_view text, bool opens_prefix, std::vector<std::vector<int32_t>>& out,
                        int* tokenized);
   const std::vector<int32_t>& segment_tokens(std::string_view segment, bool continuation, int* tokenized);
+  // The text after the cursor, as tokens: up to `max_tokens`, from a window whose end is on the
+  // grid (SPM, where the suffix comes first and must stay put while the user types).
+  std::vector<int32_t> suffix_tokens(std::string_view text, size_t cursor, int max_tokens, Prompt& p);
+  // PSM: where the far suffix starts, at or after `from` (the end of the cursor's line): a line
+  // start that stays put while the user types.
+  static size_t far_suffix_start(std::string_view text, size_t from);
+  // PSM: up to `max_tokens` of suffix text from `begin`, given as earlier context.
+  std::vector<int32_t> far_suffix_tokens(std::string_view text, size_t begin, int max_tokens, Prompt& p);
 
   const engine::Tokenizer& tokenizer_;
   FimTokens fim_;

@@ -5,6 +5,7 @@
 // so block tables and the prefix cache work unchanged.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -24,6 +25,8 @@ struct ForwardBatch {
   std::span<const BlockId> blocks;
   // Logits are wanted for the last `n_logits` tokens of the batch (0..tokens.size()).
   int n_logits = 1;
+  // Checked between layers, so that a large prefill batch stops soon after a cancel.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 enum class BackendKind {
@@ -48,7 +51,9 @@ class Backend {
   virtual int threads() const = 0;
   virtual VerifyCost verify_cost() const = 0;
   // Writes K/V of the batch into its blocks and n_logits x n_vocab floats into `logits`.
-  virtual void forward(const ForwardBatch& batch, std::span<float> logits) = 0;
+  // Returns false when batch.cancel was set between two layers: the batch's KV is then
+  // incomplete and no logits were written.
+  virtual bool forward(const ForwardBatch& batch, std::span<float> logits) = 0;
 };
 
 struct BackendOptions {

@@ -26,7 +26,9 @@ void KvBlockPool::check(BlockId id) const {
 }
 
 BlockId KvBlockPool::allocate() {
-  if (free_.empty() && reclaim_) reclaim_(1);
+  // An evicted block may still be shared with a live sequence: evict until one is free.
+  while (free_.empty() && reclaim_ && reclaim_(1)) {
+  }
   if (free_.empty())
     throw KvPoolExhausted("KV block pool exhausted: all " + std::to_string(capacity()) +
                           " blocks of " + std::to_string(block_bytes()) +

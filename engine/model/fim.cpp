@@ -28,6 +28,7 @@ FimTokens fim_tokens(const Tokenizer& tokenizer) {
     f.suf = *s.fim_suf;
     f.mid = *s.fim_mid;
   }
+  if (s.fim_sep) f.file_sep = *s.fim_sep;
   for (const auto& t : {s.eos, s.eot, s.fim_pad, s.fim_sep})
     if (t && std::find(f.stop.begin(), f.stop.end(), *t) == f.stop.end()) f.stop.push_back(*t);
   f.add_bos = s.add_bos && s.bos.has_value();

@@ -20,6 +20,7 @@ const char* fim_mode_name(FimMode mode);
 
 struct FimTokens {
   int32_t pre = -1, suf = -1, mid = -1;
+  int32_t file_sep = -1;  // separates files of repository-level context; -1 when there is none
   std::vector<int32_t> stop;  // tokens that end a completion (EOS, EOT, FIM pad / file separator)
   bool add_bos = false;
   int32_t bos = -1;

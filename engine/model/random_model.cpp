@@ -5,9 +5,11 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "engine/gguf/gguf_file.h"
 #include "engine/gguf/quant.h"
 
 namespace ghostline::engine {
@@ -17,7 +19,7 @@ constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF"
 constexpr size_t kAlignment = 32;
 
 // GGUF value type ids.
-enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kString = 8, kArray = 9 };
+enum : uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
 
 class Out {
  public:
@@ -155,7 +157,8 @@ std::vector<std::string> byte_tokens() {
 
 }  // namespace
 
-void write_random_model(const std::filesystem::path& path, const RandomModelSpec& s) {
+void write_random_model(const std::filesystem::path& path, const RandomModelSpec& spec) {
+  RandomModelSpec s = spec;
   if (s.arch != "qwen2" && s.arch != "llama")
     throw std::runtime_error("random models are qwen2 or llama, not " + s.arch);
   if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_embd % s.n_head || s.n_head % s.n_head_kv ||
@@ -166,27 +169,40 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   if (s.n_embd % block || s.n_ff % block)
     throw std::runtime_error("embedding and feed-forward sizes must be multiples of " +
                              std::to_string(block) + " for " + std::string(ggml_type_name(s.type)));
-  const std::vector<std::string> specials = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
-                                             "<|fim_suffix|>", "<|fim_pad|>"};
-  if (s.n_vocab < 256 + int(specials.size()))
-    throw std::runtime_error("the vocabulary needs at least 261 tokens");
-
-  // Vocabulary: the 256 byte tokens, two-character merges of printable ASCII, filler tokens,
-  // and the special tokens at the end.
-  std::vector<std::string> tokens = byte_tokens();
-  std::vector<std::string> merges;
-  const int n_normal = s.n_vocab - int(specials.size());
-  for (char a = 'a'; a <= 'z' && int(tokens.size()) < n_normal; ++a)
-    for (char b = 'a'; b <= 'z' && int(tokens.size()) < n_normal; ++b) {
-      tokens.push_back(std::string{a, b});
-      merges.push_back(std::string{a, ' ', b});
+  // The vocabulary: another file's, or the 256 byte tokens, two-character merges of printable
+  // ASCII, filler tokens, and the special tokens at the end.
+  std::unique_ptr<GgufFile> vocab;
+  std::vector<std::string> tokens, merges;
+  std::vector<int32_t> types;
+  if (!s.vocab_from.empty()) {
+    vocab = GgufFile::open(s.vocab_from.string());
+    for (auto t : vocab->get_string_array("tokenizer.ggml.tokens")) tokens.emplace_back(t);
+    for (auto m : vocab->get_string_array("tokenizer.ggml.merges")) merges.emplace_back(m);
+    for (int64_t t : vocab->get_int_array("tokenizer.ggml.token_type")) types.push_back(int32_t(t));
+    if (tokens.empty() || types.size() != tokens.size())
+      throw std::runtime_error(s.vocab_from.string() + " holds no tokenizer (tokenizer.ggml.tokens and token_type)");
+    s.n_vocab = int(tokens.size());
+  } else {
+    // Qwen2.5-Coder's FIM tokens and its file separator (repository-level context).
+    const std::vector<std::string> specials = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
+                                               "<|fim_suffix|>", "<|fim_pad|>", "<|file_sep|>"};
+    if (s.n_vocab < 256 + int(specials.size()))
+      throw std::runtime_error("the vocabulary needs at least " + std::to_string(256 + specials.size()) +
+                               " tokens");
+    tokens = byte_tokens();
+    const int n_normal = s.n_vocab - int(specials.size());
+    for (char a = 'a'; a <= 'z' && int(tokens.size()) < n_normal; ++a)
+      for (char b = 'a'; b <= 'z' && int(tokens.size()) < n_normal; ++b) {
+        tokens.push_back(std::string{a, b});
+        merges.push_back(std::string{a, ' ', b});
+      }
+    for (int i = 0; int(tokens.size()) < n_normal; ++i)
+      tokens.push_back("<unused" + std::to_string(i) + ">");
+    types.assign(tokens.size(), 1);  // normal
+    for (const auto& sp : specials) {
+      tokens.push_back(sp);
+      types.push_back(3);  // control
     }
-  for (int i = 0; int(tokens.size()) < n_normal; ++i)
-    tokens.push_back("<unused" + std::to_string(i) + ">");
-  std::vector<int32_t> types(tokens.size(), 1);  // normal
-  for (const auto& sp : specials) {
-    tokens.push_back(sp);
-    types.push_back(3);  // control
   }
   const auto special_id = [&](std::string_view text) {
     return uint32_t(std::find(tokens.begin(), tokens.end(), text) - tokens.begin());
@@ -255,16 +271,28 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
   f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   f32(a + "rope.freq_base", 1000000.0f);
-  str("tokenizer.ggml.model", "gpt2");
-  str("tokenizer.ggml.pre", "qwen2");
+  str("tokenizer.ggml.model", vocab ? std::string(vocab->get_string("tokenizer.ggml.model").value_or("gpt2")) : "gpt2");
+  str("tokenizer.ggml.pre", vocab ? std::string(vocab->get_string("tokenizer.ggml.pre").value_or("default")) : "qwen2");
   strs("tokenizer.ggml.tokens", &tokens);
   kvs.push_back({"tokenizer.ggml.token_type", [&] {
                    out.put(kArray), out.put(kI32), out.put(uint64_t(types.size()));
                    for (int32_t t : types) out.put(t);
                  }});
   strs("tokenizer.ggml.merges", &merges);
-  u32("tokenizer.ggml.eos_token_id", special_id("<|endoftext|>"));
-  u32("tokenizer.ggml.padding_token_id", special_id("<|endoftext|>"));
+  if (vocab) {
+    for (const char* key : {"bos", "eos", "eot", "padding", "unknown", "fim_pre", "fim_suf", "fim_mid", "fim_pad",
+                            "fim_rep", "fim_sep", "prefix", "suffix", "middle"})
+      if (auto id = vocab->get_int("tokenizer.ggml." + std::string(key) + "_token_id"))
+        u32("tokenizer.ggml." + std::string(key) + "_token_id", uint32_t(*id));
+    for (const char* key : {"add_bos_token", "add_eos_token"})
+      if (auto flag = vocab->get_bool("tokenizer.ggml." + std::string(key))) {
+        const bool v = *flag;
+        kvs.push_back({"tokenizer.ggml." + std::string(key), [&out, v] { out.put(kBool), out.put(uint8_t(v)); }});
+      }
+  } else {
+    u32("tokenizer.ggml.eos_token_id", special_id("<|endoftext|>"));
+    u32("tokenizer.ggml.padding_token_id", special_id("<|endoftext|>"));
+  }
 
   out.put(kGgufMagic);
   out.put(uint32_t(3));

@@ -24,6 +24,9 @@ struct RandomModelSpec {
   bool tied_output = true;
   GgmlType type = GgmlType::Q8_0;  // of the matrices: F32, F16, Q8_0 or Q4_0; norms stay F32
   uint64_t seed = 1;
+  // A GGUF file whose tokenizer (tokenizer.ggml.* metadata) the model takes instead of the
+  // synthetic one, e.g. the real Qwen2.5-Coder vocabulary; n_vocab becomes its size.
+  std::filesystem::path vocab_from;
 };
 
 // Streams the file to `path` (never holding a whole tensor in memory); throws

@@ -240,6 +240,60 @@ TEST(Scheduler, TypingAtTheCursorKeepsTheRunningWorkForTheNextRequest) {
   EXPECT_EQ(c.stopped_runs, 0u);
 }
 
+// Answers "par" early, then works on and returns `final_text`.
+class EarlyAnsweringCompleter : public Completer {
+ public:
+  explicit EarlyAnsweringCompleter(std::string final_text) : final_(std::move(final_text)) {}
+  CompletionResult complete(const CompletionRequest& r, const CancelToken& cancel) override {
+    return complete_answering_early(r, cancel, nullptr);
+  }
+  CompletionResult complete_answering_early(const CompletionRequest& r, const CancelToken& cancel,
+                                            const AnswerNow& answer_now) override {
+    if (answer_now) answer_now({"par", r.cursor, r.cursor, {{"answeredEarly", true}}});
+    for (int i = 0; i < 20 && !cancel.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return {final_, r.cursor, r.cursor, {{"generatedText", final_}}};
+  }
+  std::string describe() const override { return "early"; }
+
+ private:
+  std::string final_;
+};
+
+TEST(Scheduler, AnEarlyAnswerIsDeliveredAndItsGrowthAnnounced) {
+  FakeIoThread io;
+  EarlyAnsweringCompleter completer("partial and more");
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> answer;
+  int updates = 0;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { answer = o; }, std::chrono::milliseconds(0), [&] { ++updates; });
+  ASSERT_TRUE(io.run_until([&] { return updates > 0; }));
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->kind, Outcome::Kind::Completed);
+  EXPECT_EQ(answer->result.insert_text, "par");
+  EXPECT_EQ(updates, 1);
+  auto c = s.counters();
+  EXPECT_EQ(c.answered_early, 1u);
+  EXPECT_EQ(c.updated, 1u);
+  // The answer's stats became those of the whole run.
+  ASSERT_FALSE(s.recent_stats().empty());
+  EXPECT_EQ(s.recent_stats().back().value("generatedText", ""), "partial and more");
+  EXPECT_TRUE(s.recent_stats().back().value("answeredEarly", false));
+}
+
+TEST(Scheduler, AnEarlyAnswerThatWasAllIsNotAnnounced) {
+  FakeIoThread io;
+  EarlyAnsweringCompleter completer("par");
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> answer;
+  int updates = 0;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { answer = o; }, std::chrono::milliseconds(0), [&] { ++updates; });
+  ASSERT_TRUE(io.run_until([&] { return s.counters().kept_finished == 1; }));
+  io.run_until([] { return false; }, 50);  // what is posted after the run
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->result.insert_text, "par");
+  EXPECT_EQ(updates, 0);
+}
+
 TEST(Scheduler, CorrectingWhatWasTypedAtTheCursorKeepsTheWork) {
   FakeIoThread io;
   RememberingCompleter completer(100000);

@@ -4,6 +4,7 @@ completions are answered by the engine, a keystroke reuses the KV of the previou
 without a model the daemon says so instead of completing."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lsp_client import DaemonProcess, run_tests  # noqa: E402
@@ -63,10 +64,51 @@ def test_prefill_of_a_long_uncached_prompt_is_bounded_by_the_deadline():
                                                            "version": 1, "text": text}})
         r = complete(d, "file:///long.py", len(lines) - 1, len(lines[-1]))
         assert "items" in r["result"], r
-        stats = d.response(d.request("ghostline/stats", None))["result"]["recent"][-1]
+        # Answered at the deadline with what was ready; the work goes on, and its stats replace
+        # the answer's when it ends.
+        end = time.monotonic() + 30
+        while True:
+            stats = d.response(d.request("ghostline/stats", None))["result"]["recent"][-1]
+            if "prefillBound" in stats or time.monotonic() > end:
+                break
+            time.sleep(0.05)
         assert "prefillBound" in stats, stats
         assert stats["prefillBound"]["droppedPromptTokens"] > 0, stats
         assert stats["prefilledTokens"] <= 64 + 16, stats
+    finally:
+        d.kill()
+
+
+def test_a_completion_past_its_deadline_is_answered_and_then_announced_when_it_grows():
+    # A 1 ms deadline: the reply carries what is ready when it is due (here the first token), the
+    # work goes on, and when it ends with more, ghostline/completionUpdated tells the client,
+    # whose new request is answered from the finished work without the model. This reference
+    # model (F16, the same top-1 on every CPU) writes a long line here.
+    model = "../shared/data/models/ref-llama-spm-f16.gguf"
+    d = DaemonProcess(BINARY, ["--model", model, "--threads", "2", "--deadline-ms", "1", "--max-tokens", "24",
+                               "--no-prefetch"])
+    try:
+        r = d.initialize()
+        assert r["result"]["capabilities"]["experimental"]["ghostline"]["completionUpdated"] is True, r
+        text = "import os\n\ndef list_files(path):\n    result = []\n    for name in os.listdir(path):\n" \
+               "        result.append("
+        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///g.py", "languageId": "python",
+                                                           "version": 1, "text": text}})
+        first = complete(d, "file:///g.py", 5, 22)
+        assert "items" in first["result"], first
+        shown = first["result"]["items"][0]["insertText"] if first["result"]["items"] else ""
+        note = d.expect({"method": "ghostline/completionUpdated"}, timeout=30)
+        assert note["params"] == {"textDocument": {"uri": "file:///g.py"}, "version": 1,
+                                  "position": {"line": 5, "character": 22}}, note
+        again = complete(d, "file:///g.py", 5, 22)
+        grown = again["result"]["items"][0]["insertText"]
+        assert grown != shown and grown.startswith(shown), (shown, grown)
+        stats = d.response(d.request("ghostline/stats", None))["result"]
+        scheduler = stats["scheduler"]
+        assert scheduler["answeredEarly"] == 1 and scheduler["updated"] == 1, scheduler
+        assert scheduler["answeredFromMemory"] == 1, scheduler
+        # The answer's stats are those of the whole run, marked as answered early.
+        assert stats["recent"][0]["answeredEarly"] is True and stats["recent"][0]["generatedTokens"] > 1, stats
     finally:
         d.kill()
 

@@ -79,7 +79,7 @@ class CpuBackend final : public Backend {
     return {.max_tokens = static_cast<int>(cpu::kMatmulDecodeMaxTokens), .per_token = 0.45};
   }
 
-  void forward(const ForwardBatch& batch, std::span<float> logits) override {
+  bool forward(const ForwardBatch& batch, std::span<float> logits) override {
     // Batches larger than the scratch are run in slices; attention is causal, so a slice
     // only needs the KV the previous slices wrote.
     const int n_total = static_cast<int>(batch.tokens.size());
@@ -92,17 +92,19 @@ class CpuBackend final : public Backend {
       ForwardBatch slice{.tokens = batch.tokens.subspan(size_t(s), size_t(e - s)),
                          .start_pos = batch.start_pos + s,
                          .blocks = batch.blocks,
-                         .n_logits = n_wanted};
+                         .n_logits = n_wanted,
+                         .cancel = batch.cancel};
       std::span<float> out;
       if (n_wanted > 0)
         out =
             logits.subspan(size_t(wanted_from - first_logit) * n_vocab, size_t(n_wanted) * n_vocab);
-      forward_slice(slice, out);
+      if (!forward_slice(slice, out)) return false;
     }
+    return true;
   }
 
  private:
-  void forward_slice(const ForwardBatch& batch, std::span<float> logits) {
+  bool forward_slice(const ForwardBatch& batch, std::span<float> logits) {
     const ModelConfig& c = model_.config();
     const ModelWeights& w = model_.weights();
     const int n = static_cast<int>(batch.tokens.size());
@@ -116,6 +118,7 @@ class CpuBackend final : public Backend {
     fill_rope_table(batch.start_pos, n);
 
     for (int l = 0; l < c.n_layer; ++l) {
+      if (l > 0 && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
       const LayerWeights& lw = w.layers[size_t(l)];
       const LayerMatrices& lm = layers_[size_t(l)];
       for (int t = 0; t < n; ++t)
@@ -151,12 +154,13 @@ class CpuBackend final : public Backend {
       ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
     }
 
-    if (batch.n_logits == 0) return;
+    if (batch.n_logits == 0) return true;
     const int first = n - batch.n_logits;
     for (int t = 0; t < batch.n_logits; ++t)
       ops_.rmsnorm(&x_[size_t(first + t) * E], f32_data(w.output_norm), E, c.rms_eps,
                    &xb_[size_t(t) * E]);
     cpu::matmul(output_, xb_.data(), batch.n_logits, logits.data(), compute_);
+    return true;
   }
 
   void fill_rope_table(int start_pos, int n) {

@@ -74,7 +74,7 @@ class ReferenceBackend final : public Backend {
   // One token at a time, so a batch of any size equals single steps; it is the oracle, not fast.
   VerifyCost verify_cost() const override { return {.max_tokens = 8, .per_token = 1.0}; }
 
-  void forward(const ForwardBatch& batch, std::span<float> logits) override {
+  bool forward(const ForwardBatch& batch, std::span<float> logits) override {
     const ModelConfig& c = model_.config();
     const ModelWeights& w = model_.weights();
     const int n = static_cast<int>(batch.tokens.size());
@@ -90,6 +90,7 @@ class ReferenceBackend final : public Backend {
                           x.data() + size_t(t) * E, E);
 
     for (int l = 0; l < c.n_layer; ++l) {
+      if (l > 0 && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
       const LayerWeights& lw = w.layers[size_t(l)];
       // Attention.
       for (int t = 0; t < n; ++t)
@@ -152,9 +153,10 @@ class ReferenceBackend final : public Backend {
     for (int t = 0; t < batch.n_logits; ++t)
       rmsnorm(&last[size_t(t) * E], &x[size_t(first + t) * E], f32_data(w.output_norm), E,
               c.rms_eps);
-    if (batch.n_logits == 0) return;
+    if (batch.n_logits == 0) return true;
     matmul(*w.output, last, batch.n_logits, out);
     std::copy(out.begin(), out.end(), logits.begin());
+    return true;
   }
 
  private:

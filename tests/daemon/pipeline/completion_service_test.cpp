@@ -2,9 +2,13 @@
 // completion a fresh computation gives, within a document and across documents.
 #include "daemon/pipeline/completion_service.h"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include "engine/model/random_model.h"
 
 namespace ghostline::daemon {
 namespace {
@@ -64,6 +68,30 @@ TEST(CompletionService, RequestCancelledBeforePrefillComputesNothing) {
   auto again = service->complete(request_at_end(text), never);
   // Cancelled before its first prefill chunk: nothing computed, nothing wrongly reused.
   EXPECT_EQ(stats_of(again)["matchedTokens"], 0);
+}
+
+// Real models declare a context of 16k-32k tokens; the prefix cache must work for them with a
+// KV budget far smaller than that context (here 4 MiB: 1024 blocks, 16k tokens).
+TEST(CompletionService, CacheHitsOnAModelDeclaringA32kContext) {
+  const auto path = std::filesystem::temp_directory_path() / "ghostline-ctx32k-test.gguf";
+  engine::write_random_model(path, {.n_vocab = 512,
+                                    .n_embd = 64,
+                                    .n_layer = 2,
+                                    .n_head = 2,
+                                    .n_head_kv = 1,
+                                    .n_ff = 128,
+                                    .n_ctx = 32768,
+                                    .type = engine::GgmlType::F32});
+  auto service = make_completion_service(EngineOptions{.model = path.string(), .threads = 1, .kv_mib = 4});
+  lsp::CancelToken never;
+  std::string text = "def area(width, height):\n    return width * ";
+  service->complete(request_at_end(text), never);
+  text += "h";
+  auto r = service->complete(request_at_end(text), never);
+  const auto& s = stats_of(r);
+  EXPECT_GE(s["matchedTokens"].get<int>(), s["promptTokens"].get<int>() - 8) << s.dump();
+  EXPECT_GT(s["cache"]["blocks"].get<int>(), 1);
+  std::filesystem::remove(path);
 }
 
 TEST(CompletionService, MissingDefaultModelIsNotReady) {

@@ -97,6 +97,34 @@ TEST_F(PromptAssemblerTest, PsmKeystrokesRecomputeAtMostTheSuffix) {
     EXPECT_LE(changed[i], static_cast<size_t>(prompts[i + 1].suffix_tokens) + 6) << i;
 }
 
+// PSM models with a file separator: the text after the cursor's neighbourhood goes before the
+// prefix as another file's context, so a keystroke recomputes only the typed text and a short
+// local suffix, and the far suffix stays the same while the user types.
+TEST(PromptAssemblerFarSuffix, PsmKeystrokesRecomputeOnlyTheLocalSuffix) {
+  auto file = engine::GgufFile::open("../shared/data/tokenizer/starcoder.gguf");
+  auto tok = engine::Tokenizer::from_gguf(*file);
+  const FimTokens fim = engine::fim_tokens(*tok);
+  ASSERT_GE(fim.file_sep, 0);
+  PromptAssembler a(*tok, fim, FimMode::Psm);
+  std::ifstream in("lsp/session.cpp");
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  size_t cursor = text.find('\n', text.size() / 2) + 1;
+  const PromptLimits limits;
+  Prompt before = a.build(text, cursor, limits);
+  ASSERT_GT(before.far_suffix_tokens, 100);
+  EXPECT_EQ(before.tokens[fim.add_bos ? 1 : 0], fim.file_sep);
+  for (char c : std::string("if (x) {")) {
+    text.insert(cursor++, 1, c);
+    Prompt p = a.build(text, cursor, limits);
+    EXPECT_EQ(p.far_suffix_tokens, before.far_suffix_tokens);
+    size_t same = 0;
+    while (same < p.tokens.size() && same < before.tokens.size() && p.tokens[same] == before.tokens[same]) ++same;
+    // What changes: the cursor's line from the typed character on, the local suffix, <mid>.
+    EXPECT_LE(p.tokens.size() - same, static_cast<size_t>(limits.max_local_suffix_tokens) + 4) << c;
+    before = std::move(p);
+  }
+}
+
 TEST_F(PromptAssemblerTest, SmallFileHasItAllAndNoTruncation) {
   PromptAssembler a(*tokenizer_, engine::fim_tokens(*tokenizer_), FimMode::Psm);
   std::string text = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n";

@@ -25,6 +25,7 @@ TEST(PromptSegments, PrefixTokensEqualTheWholePrefixEncoded) {
     PromptAssembler a(*tok, fim, FimMode::Psm);
     PromptLimits limits;
     limits.max_prefix_tokens = 100000;
+    limits.max_far_suffix_tokens = 0;  // the suffix only after the prefix
     Prompt p = a.build(text, cursor, limits);
     EXPECT_GT(p.segments, 4);
     std::vector<int32_t> visible;

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The real-size typing scenario, side by side with and without the prefix cache: a big source
+file is opened with the cursor in its middle, a new line is typed a few characters at a time,
+and after each step `ghostline serve` is asked for an inline completion that runs to its token
+limit (the deadline is raised so that every completion is whole). Prints, per keystroke,
+prompt and prefilled tokens, prefill ms, decode ms per token and the time to the completion.
+
+  tools/bench/keystroke_bench.py build/release/ghostline --model M.gguf --file F.py -t 2
+
+Make a real-size model with `ghostline make-model` (the Qwen2.5-Coder-0.5B shape by default).
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+
+def frame(obj):
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class Daemon:
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 1
+
+    def send(self, obj):
+        self.p.stdin.write(frame(obj))
+        self.p.stdin.flush()
+
+    def read(self):
+        length = None
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise RuntimeError("the daemon closed its output (wrong model path or options?)")
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return json.loads(self.p.stdout.read(length))
+
+    def request(self, method, params):
+        id = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        while True:
+            m = self.read()
+            if m.get("id") == id:
+                return m
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def run(a, serve_args, label):
+    text = open(a.file, encoding="utf-8").read()
+    lines = text.split("\n")
+    line_no = len(lines) // 2
+    # A new line in the middle of the file, typed `chars` characters at a time.
+    indent = lines[line_no][: len(lines[line_no]) - len(lines[line_no].lstrip())]
+    lines.insert(line_no, indent)
+    doc = "\n".join(lines)
+    d = Daemon([a.binary, "serve", "--model", a.model, "-t", str(a.threads), "--max-tokens", str(a.max_tokens),
+                "--deadline-ms", str(a.deadline_ms)] + serve_args)
+    d.request("initialize", {"capabilities": {"general": {"positionEncodings": ["utf-8"]}},
+                             "initializationOptions": {"debounceMs": 0}})
+    d.notify("initialized", {})
+    uri = "file:///bench" + a.file[a.file.rfind("."):]
+    d.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": doc}})
+    col, version, rows = len(indent.encode()), 1, []
+    typed = a.typed
+    steps = [typed[i:i + a.chars] for i in range(0, len(typed), a.chars)][: a.steps]
+    print("\n%s (%s)" % (label, " ".join(serve_args) or "defaults"))
+    print("| step | typed | prompt | prefilled | prefill ms | decode ms/token | tokens | total ms |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for i, piece in enumerate([""] + steps):
+        if piece:
+            version += 1
+            d.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [
+                {"range": {"start": {"line": line_no, "character": col}, "end": {"line": line_no, "character": col}},
+                 "text": piece}]})
+            col += len(piece.encode())
+        t0 = time.monotonic()
+        r = d.request("textDocument/inlineCompletion", {"textDocument": {"uri": uri},
+                                                        "position": {"line": line_no, "character": col},
+                                                        "context": {"triggerKind": 1}})
+        total = (time.monotonic() - t0) * 1000
+        if "result" not in r:
+            raise RuntimeError("completion failed: %s" % r)
+        s = d.request("ghostline/stats", None)["result"]["recent"][-1]
+        gen = s.get("generatedTokens", 0)
+        per_token = s.get("decodeMs", 0) / (gen - 1) if gen > 1 else float("nan")
+        rows.append({"prefilled": s["prefilledTokens"], "prefill": s["prefillMs"], "per_token": per_token,
+                     "total": total, "tokens": gen})
+        print("| %d | %s | %d | %d | %.0f | %.1f | %d | %.0f |" % (
+            i, json.dumps(piece), s["promptTokens"], s["prefilledTokens"], s["prefillMs"], per_token, gen, total))
+        sys.stdout.flush()
+    d.request("shutdown", None)
+    d.notify("exit", None)
+    d.p.wait(timeout=30)
+    typing = rows[1:]  # the first request fills the cache
+    if typing:
+        print("\nkeystrokes %d: prefilled per keystroke mean %.1f, max %d; time to the completion mean %.0f ms, "
+              "max %.0f ms; decode %.1f ms/token" % (
+                  len(typing), statistics.mean(r["prefilled"] for r in typing), max(r["prefilled"] for r in typing),
+                  statistics.mean(r["total"] for r in typing), max(r["total"] for r in typing),
+                  statistics.mean(r["per_token"] for r in typing if r["per_token"] == r["per_token"])))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("binary")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--file", required=True, help="a big source file; the cursor goes to its middle")
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--typed", default="result = self.compute(value, limit=10)", help="the text typed")
+    ap.add_argument("--chars", type=int, default=3, help="characters per step (default 3)")
+    ap.add_argument("--steps", type=int, default=8, help="steps (default 8)")
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--deadline-ms", type=int, default=600000, help="raised so that completions run to the limit")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the run without the prefix cache")
+    a = ap.parse_args()
+    run(a, [], "with the prefix cache")
+    if not a.no_baseline:
+        run(a, ["--no-prefix-cache"], "without the prefix cache")
+
+
+if __name__ == "__main__":
+    main()
