@@ -200,11 +200,11 @@ TEST_F(ModelLoadTest, WrongShapeIsNamedWithBothShapes) {
 TEST_F(ModelLoadTest, UnsupportedTensorTypeIsNamed) {
   TinyModel m;
   m.edit = [](std::string& name, std::vector<int64_t>&, GgmlType& type) {
-    if (name == "blk.0.attn_q.weight") type = GgmlType::Q4_1;
+    if (name == "blk.0.attn_q.weight") type = GgmlType::Q8_1;
     return true;
   };
   const std::string e = load_error(m);
-  EXPECT_NE(e.find("'blk.0.attn_q.weight' has type Q4_1"), std::string::npos) << e;
+  EXPECT_NE(e.find("'blk.0.attn_q.weight' has type Q8_1"), std::string::npos) << e;
   EXPECT_NE(e.find("re-quantize"), std::string::npos) << e;
 }
 
