@@ -101,12 +101,14 @@ int model_info_main(std::span<char* const> args) {
                                            : "no (fill-in-the-middle tokens missing)");
   }
 
+  // One line per kind of problem: a file that repeats one on every layer reads as one line.
   const auto problems = Model::check(*file);
   if (problems.empty()) {
     std::printf("servable:      yes\n");
   } else {
     std::printf("servable:      no\n");
-    for (const auto& p : problems) std::printf("  - %s\n", p.c_str());
+    for (const auto& group : group_problems(problems))
+      std::printf("  - %s\n", describe(group).c_str());
   }
   return problems.empty() ? 0 : 3;
 }

@@ -14,34 +14,24 @@ constexpr std::array<GgmlTypeTraits, kTypeCount> kTraits = {{
     {"F32", 1, 4, true},        // 0
     {"F16", 1, 2, true},        // 1
     {"Q4_0", 32, 18, true},     // 2
-    {"Q4_1", 32, 20, false},    // 3
+    {"Q4_1", 32, 20, true},     // 3
     {"", 0, 0, false},          // 4 (removed Q4_2)
     {"", 0, 0, false},          // 5 (removed Q4_3)
-    {"Q5_0", 32, 22, false},    // 6
-    {"Q5_1", 32, 24, false},    // 7
+    {"Q5_0", 32, 22, true},     // 6
+    {"Q5_1", 32, 24, true},     // 7
     {"Q8_0", 32, 34, true},     // 8
     {"Q8_1", 32, 36, false},    // 9
-    {"Q2_K", 256, 84, false},   // 10
-    {"Q3_K", 256, 110, false},  // 11
+    {"Q2_K", 256, 84, true},    // 10
+    {"Q3_K", 256, 110, true},   // 11
     {"Q4_K", 256, 144, true},   // 12
     {"Q5_K", 256, 176, true},   // 13
     {"Q6_K", 256, 210, true},   // 14
     {"Q8_K", 256, 292, false},  // 15
-    {"IQ2_XXS", 256, 66, false},
-    {"IQ2_XS", 256, 74, false},
-    {"IQ3_XXS", 256, 98, false},
-    {"IQ1_S", 256, 50, false},
-    {"IQ4_NL", 32, 18, false},
-    {"IQ3_S", 256, 110, false},
-    {"IQ2_S", 256, 82, false},
-    {"IQ4_XS", 256, 136, false},
-    {"I8", 1, 1, false},
-    {"I16", 1, 2, false},
-    {"I32", 1, 4, false},
-    {"I64", 1, 8, false},
-    {"F64", 1, 8, false},
-    {"IQ1_M", 256, 56, false},
-    {"BF16", 1, 2, true},  // 30
+    {"IQ2_XXS", 256, 66, false}, {"IQ2_XS", 256, 74, false}, {"IQ3_XXS", 256, 98, false},
+    {"IQ1_S", 256, 50, false},   {"IQ4_NL", 32, 18, true},   {"IQ3_S", 256, 110, false},
+    {"IQ2_S", 256, 82, false},   {"IQ4_XS", 256, 136, true}, {"I8", 1, 1, false},
+    {"I16", 1, 2, false},        {"I32", 1, 4, false},       {"I64", 1, 8, false},
+    {"F64", 1, 8, false},        {"IQ1_M", 256, 56, false},  {"BF16", 1, 2, true},  // 30
 }};
 
 }  // namespace

@@ -95,6 +95,106 @@ void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
   }
 }
 
+void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    const float m = fp16_to_fp32(x[i].m);
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      y[i * kQK8_0 + j] = (x[i].qs[j] & 0x0F) * d + m;
+      y[i * kQK8_0 + j + kQK8_0 / 2] = (x[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+// The fifth bit of value j of a Q5_0 / Q5_1 block, as 0 or 16.
+inline int q5_high_bit(const uint8_t qh_bytes[4], int j) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof qh);
+  return ((qh >> j) & 1) << 4;
+}
+
+void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      const int x0 = ((x[i].qs[j] & 0x0F) | q5_high_bit(x[i].qh, j)) - 16;
+      const int x1 = ((x[i].qs[j] >> 4) | q5_high_bit(x[i].qh, j + 16)) - 16;
+      y[i * kQK8_0 + j] = x0 * d;
+      y[i * kQK8_0 + j + kQK8_0 / 2] = x1 * d;
+    }
+  }
+}
+
+void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    const float m = fp16_to_fp32(x[i].m);
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      const int x0 = (x[i].qs[j] & 0x0F) | q5_high_bit(x[i].qh, j);
+      const int x1 = (x[i].qs[j] >> 4) | q5_high_bit(x[i].qh, j + 16);
+      y[i * kQK8_0 + j] = x0 * d + m;
+      y[i * kQK8_0 + j + kQK8_0 / 2] = x1 * d + m;
+    }
+  }
+}
+
+void dequantize_iq4_nl(const BlockIq4Nl* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      y[i * kQK8_0 + j] = d * kIq4nlValues[x[i].qs[j] & 0xF];
+      y[i * kQK8_0 + j + kQK8_0 / 2] = d * kIq4nlValues[x[i].qs[j] >> 4];
+    }
+  }
+}
+
+void dequantize_iq4_xs(const BlockIq4Xs* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    for (int s = 0; s < kQK_K / 32; ++s) {
+      const int ls =
+          ((x[i].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((x[i].scales_h >> (2 * s)) & 3) << 4);
+      const float dl = d * (ls - 32);
+      const uint8_t* qs = x[i].qs + 16 * s;
+      for (int j = 0; j < 16; ++j) {
+        y[j] = dl * kIq4nlValues[qs[j] & 0xF];
+        y[j + 16] = dl * kIq4nlValues[qs[j] >> 4];
+      }
+      y += 32;
+    }
+  }
+}
+
+void dequantize_q2_k(const BlockQ2_K* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    const float dmin = fp16_to_fp32(x[i].dmin);
+    for (int v = 0; v < kQK_K; ++v) {
+      // Half h of 128 values, shift s: value 128h + 32s + l sits at bits 2s of qs[32h + l].
+      const int h = v / 128, s = (v % 128) / 32, l = v % 32;
+      const int q = (x[i].qs[32 * h + l] >> (2 * s)) & 3;
+      const uint8_t sc = x[i].scales[v / 16];
+      y[v] = d * (sc & 0xF) * q - dmin * (sc >> 4);
+    }
+    y += kQK_K;
+  }
+}
+
+void dequantize_q3_k(const BlockQ3_K* x, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(x[i].d);
+    int8_t sc[16];
+    q3_k_scales(x[i].scales, sc);
+    for (int v = 0; v < kQK_K; ++v) {
+      const int h = v / 128, s = (v % 128) / 32, l = v % 32;
+      const int low = (x[i].qs[32 * h + l] >> (2 * s)) & 3;
+      const int high = (x[i].hmask[l] >> (v / 32)) & 1;  // set: q = low, clear: q = low - 4
+      y[v] = d * sc[v / 16] * (low - (high ? 0 : 4));
+    }
+    y += kQK_K;
+  }
+}
+
 void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(x[i].d);
@@ -204,6 +304,27 @@ void dequantize_row(GgmlType type, const std::byte* src, float* dst, int64_t n) 
       break;
     case GgmlType::Q4_0:
       dequantize_q4_0(blocks<BlockQ4_0>(src), dst, nb);
+      break;
+    case GgmlType::Q4_1:
+      dequantize_q4_1(blocks<BlockQ4_1>(src), dst, nb);
+      break;
+    case GgmlType::Q5_0:
+      dequantize_q5_0(blocks<BlockQ5_0>(src), dst, nb);
+      break;
+    case GgmlType::Q5_1:
+      dequantize_q5_1(blocks<BlockQ5_1>(src), dst, nb);
+      break;
+    case GgmlType::IQ4_NL:
+      dequantize_iq4_nl(blocks<BlockIq4Nl>(src), dst, nb);
+      break;
+    case GgmlType::IQ4_XS:
+      dequantize_iq4_xs(blocks<BlockIq4Xs>(src), dst, nb);
+      break;
+    case GgmlType::Q2_K:
+      dequantize_q2_k(blocks<BlockQ2_K>(src), dst, nb);
+      break;
+    case GgmlType::Q3_K:
+      dequantize_q3_k(blocks<BlockQ3_K>(src), dst, nb);
       break;
     case GgmlType::Q4_K:
       dequantize_q4_k(blocks<BlockQ4_K>(src), dst, nb);

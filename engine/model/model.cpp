@@ -20,7 +20,7 @@ std::string shape_text(std::span<const int64_t> shape) {
 // `model-info` can list them all.
 class Binder {
  public:
-  Binder(const GgufFile& file, std::vector<std::string>& problems)
+  Binder(const GgufFile& file, std::vector<ModelProblem>& problems)
       : file_(file), problems_(problems) {}
 
   // A matrix of `rows` rows of `cols` values (GGUF shape {cols, rows}) in a type the matrix
@@ -38,37 +38,56 @@ class Binder {
     const GgufTensor* t = file_.tensor(name);
     if (!t) {
       if (!optional)
-        problems_.push_back("tensor '" + name + "' is missing (expected shape " + shape_text(want) +
-                            ")");
+        problems_.push_back(
+            {"missing tensor", name,
+             "tensor '" + name + "' is missing (expected shape " + shape_text(want) + ")",
+             "the file is incomplete or of another architecture; convert the "
+             "model again with llama.cpp's convert_hf_to_gguf.py"});
       return nullptr;
     }
     if (t->shape != want) {
-      problems_.push_back("tensor '" + name + "' has shape " + shape_text(t->shape) +
-                          ", expected " + shape_text(want) +
-                          " from the metadata (the file's metadata and weights disagree)");
+      problems_.push_back({"tensor shape differs from the metadata", name,
+                           "tensor '" + name + "' has shape " + shape_text(t->shape) +
+                               ", expected " + shape_text(want) +
+                               " from the metadata (the file's metadata and weights disagree)",
+                           "convert the model again; the metadata must describe its weights"});
       return nullptr;
     }
     const auto& traits = ggml_type_traits(t->type);
+    const std::string type_name(traits.name);
     if (is_vector && t->type != GgmlType::F32) {
-      problems_.push_back("tensor '" + name + "' has type " + std::string(traits.name) +
-                          "; norm and bias vectors must be F32");
+      problems_.push_back(
+          {"vector of type " + type_name, name,
+           "tensor '" + name + "' has type " + type_name + "; norm and bias vectors must be F32",
+           "quantize again leaving 1-D tensors in F32, as llama-quantize does"});
       return nullptr;
     }
     if (!traits.supported) {
-      problems_.push_back("tensor '" + name + "' has type " + std::string(traits.name) +
-                          ", which Ghostline cannot compute with (supported: F32, F16, BF16, "
-                          "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; re-quantize to one of them)");
+      problems_.push_back(
+          {"tensor type " + type_name, name,
+           "tensor '" + name + "' has type " + type_name + ", which Ghostline cannot compute with",
+           "re-quantize to one of " + supported_types() +
+               " (llama-quantize --allow-requantize FILE OUT Q4_K_M)"});
       return nullptr;
     }
     return t;
   }
 
+  // The matrix types of the type table, for a message that stays right as types are added.
+  static std::string supported_types() {
+    std::string list;
+    for (uint32_t id = 0; id < 64; ++id)
+      if (auto t = ggml_type_traits(id); t && t->supported)
+        list += (list.empty() ? "" : ", ") + std::string(t->name);
+    return list;
+  }
+
   const GgufFile& file_;
-  std::vector<std::string>& problems_;
+  std::vector<ModelProblem>& problems_;
 };
 
 ModelWeights bind_weights(const GgufFile& file, const ModelConfig& c,
-                          std::vector<std::string>& problems) {
+                          std::vector<ModelProblem>& problems) {
   Binder b(file, problems);
   ModelWeights w;
   w.token_embd = b.matrix("token_embd.weight", c.n_embd, c.n_vocab);
@@ -94,33 +113,53 @@ ModelWeights bind_weights(const GgufFile& file, const ModelConfig& c,
   return w;
 }
 
-std::string join_problems(const GgufFile& file, const std::vector<std::string>& problems) {
-  std::string msg = file.path().filename().string() + ": cannot serve this model: " + problems[0];
-  const size_t shown = std::min<size_t>(problems.size(), 4);
-  for (size_t i = 1; i < shown; ++i) msg += "; " + problems[i];
-  if (problems.size() > shown)
-    msg += " (and " + std::to_string(problems.size() - shown) + " more problems)";
+std::string join_problems(const GgufFile& file, const std::vector<ModelProblem>& problems) {
+  std::string msg = file.path().filename().string() + ": cannot serve this model: ";
+  const auto groups = group_problems(problems);
+  for (size_t i = 0; i < groups.size(); ++i) msg += (i ? "; " : "") + describe(groups[i]);
   return msg;
 }
 
 }  // namespace
 
+std::vector<ModelProblemGroup> group_problems(const std::vector<ModelProblem>& problems) {
+  std::vector<ModelProblemGroup> groups;
+  for (const ModelProblem& p : problems) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const ModelProblemGroup& g) { return g.kind == p.kind; });
+    if (it == groups.end()) {
+      groups.push_back({p.kind, 1, p});
+    } else {
+      ++it->count;
+    }
+  }
+  return groups;
+}
+
+std::string describe(const ModelProblemGroup& group) {
+  std::string line = group.count == 1 ? group.example.message
+                                      : group.kind + " on " + std::to_string(group.count) +
+                                            " tensors (e.g. " + group.example.message + ")";
+  if (!group.example.remedy.empty()) line += "; to serve it: " + group.example.remedy;
+  return line;
+}
+
 Model::~Model() = default;
 
-std::vector<std::string> Model::check(const GgufFile& file) {
-  std::vector<std::string> problems;
+std::vector<ModelProblem> Model::check(const GgufFile& file) {
+  std::vector<ModelProblem> problems;
   ModelConfig config;
   try {
     config = read_model_config(file);
   } catch (const ModelError& e) {
-    problems.push_back(e.what());
+    problems.push_back({"model metadata", "", e.what(), ""});
     return problems;
   }
   bind_weights(file, config, problems);
   try {
     Tokenizer::from_gguf(file);
   } catch (const std::exception& e) {
-    problems.push_back(std::string("tokenizer: ") + e.what());
+    problems.push_back({"tokenizer", "", std::string("tokenizer: ") + e.what(), ""});
   }
   return problems;
 }
@@ -129,7 +168,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& path, const Load
   std::unique_ptr<Model> m(new Model());
   m->file_ = GgufFile::open(path);
   m->config_ = read_model_config(*m->file_);
-  std::vector<std::string> problems;
+  std::vector<ModelProblem> problems;
   m->weights_ = std::make_unique<ModelWeights>(bind_weights(*m->file_, m->config_, problems));
   if (!problems.empty()) throw ModelError(join_problems(*m->file_, problems));
   m->tokenizer_ = Tokenizer::from_gguf(*m->file_);

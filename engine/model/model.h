@@ -22,6 +22,28 @@ class ModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One reason a file cannot be served. Problems of the same `kind` (a tensor type, a missing
+// tensor, a shape mismatch) are reported together, since a file usually repeats one problem
+// on every layer.
+struct ModelProblem {
+  std::string kind;     // the same for every tensor with this problem, e.g. "tensor type IQ2_XXS"
+  std::string subject;  // the tensor or metadata key it was found on ("" for the file)
+  std::string message;  // the whole problem for this subject
+  std::string remedy;   // what would make the file servable
+};
+
+// Problems grouped by kind, in order of first appearance: one line each for a user.
+struct ModelProblemGroup {
+  std::string kind;
+  int count = 0;
+  ModelProblem example;  // the first one found
+};
+std::vector<ModelProblemGroup> group_problems(const std::vector<ModelProblem>& problems);
+
+// One line per group: "MESSAGE" for a single problem, "KIND on N tensors (e.g. SUBJECT):
+// MESSAGE" for more; the remedy follows.
+std::string describe(const ModelProblemGroup& group);
+
 struct LoadOptions {
   // Keep the weights resident (mlock); the machines reclaim idle file pages otherwise.
   bool lock_resident = true;
@@ -37,7 +59,7 @@ class Model {
                                      const LoadOptions& options = {});
 
   // Problems that prevent serving `file` (empty when it can be served), for `model-info`.
-  static std::vector<std::string> check(const GgufFile& file);
+  static std::vector<ModelProblem> check(const GgufFile& file);
 
   ~Model();
   Model(const Model&) = delete;

@@ -11,6 +11,7 @@
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/quant.h"
+#include "engine/gguf/quantize.h"
 
 namespace ghostline::engine {
 namespace {
@@ -65,24 +66,6 @@ struct TensorPlan {
   }
 };
 
-// Q4_0 as ggml defines it: d = m / -8 with m the value of largest magnitude, q = x / d + 8.5
-// clamped to 15.
-void quantize_row_q4_0(const float* x, cpu::BlockQ4_0* y, int64_t n) {
-  for (int64_t b = 0; b < n / cpu::kQK8_0; ++b) {
-    const float* v = x + b * cpu::kQK8_0;
-    float amax = 0, m = 0;
-    for (int i = 0; i < cpu::kQK8_0; ++i)
-      if (std::abs(v[i]) > amax) amax = std::abs(v[i]), m = v[i];
-    const float d = m / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    y[b].d = cpu::fp32_to_fp16(d);
-    for (int j = 0; j < cpu::kQK8_0 / 2; ++j) {
-      const auto q0 = uint8_t(std::min(15, int(v[j] * id + 8.5f)));
-      const auto q1 = uint8_t(std::min(15, int(v[j + cpu::kQK8_0 / 2] * id + 8.5f)));
-      y[b].qs[j] = uint8_t(q0 | (q1 << 4));
-    }
-  }
-}
-
 // Bytes of one row of random values with the spread of a trained model's weights.
 class RowWriter {
  public:
@@ -109,26 +92,7 @@ class RowWriter {
     return float(int32_t(state_ >> 32)) * 0x1.0p-31f;
   }
   void encode(GgmlType type, int64_t cols) {
-    switch (type) {
-      case GgmlType::F32:
-        std::memcpy(row_.data(), values_.data(), row_.size());
-        return;
-      case GgmlType::F16: {
-        auto* h = reinterpret_cast<uint16_t*>(row_.data());
-        for (int64_t i = 0; i < cols; ++i) h[i] = cpu::fp32_to_fp16(values_[size_t(i)]);
-        return;
-      }
-      case GgmlType::Q8_0:
-        cpu::quantize_row_q8_0(values_.data(), reinterpret_cast<cpu::BlockQ8_0*>(row_.data()),
-                               cols);
-        return;
-      case GgmlType::Q4_0:
-        quantize_row_q4_0(values_.data(), reinterpret_cast<cpu::BlockQ4_0*>(row_.data()), cols);
-        return;
-      default:
-        throw std::runtime_error("random models can be written as F32, F16, Q8_0 or Q4_0, not " +
-                                 std::string(ggml_type_name(type)));
-    }
+    cpu::quantize_row(type, values_.data(), row_.data(), cols);
   }
 
   uint64_t state_;
@@ -155,7 +119,48 @@ std::vector<std::string> byte_tokens() {
   return out;
 }
 
+// llama-quantize's use_more_bits: the first and last eighth of the layers and every third one
+// between them get more bits in the _M presets.
+bool use_more_bits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
 }  // namespace
+
+GgmlType incompatible_row_fallback(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS:
+      return GgmlType::IQ4_NL;
+    case GgmlType::Q4_K:
+      return GgmlType::Q5_0;
+    case GgmlType::Q5_K:
+      return GgmlType::Q5_1;
+    case GgmlType::Q6_K:
+      return GgmlType::Q8_0;
+    default:
+      return type;
+  }
+}
+
+GgmlType random_model_tensor_type(const RandomModelSpec& s, std::string_view name, int layer,
+                                  int64_t cols) {
+  GgmlType type = s.type;
+  if (s.q4_k_m) {
+    const bool output = name == "output.weight" || (s.tied_output && name == "token_embd.weight");
+    if (output) {
+      type = GgmlType::Q6_K;
+    } else if ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")) &&
+               use_more_bits(layer, s.n_layer)) {
+      type = GgmlType::Q6_K;
+    } else {
+      type = GgmlType::Q4_K;
+    }
+  }
+  if (cols % 256 != 0) type = incompatible_row_fallback(type);
+  return type;
+}
 
 void write_random_model(const std::filesystem::path& path, const RandomModelSpec& spec) {
   RandomModelSpec s = spec;
@@ -165,10 +170,9 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
       (s.n_embd / s.n_head) % 2)
     throw std::runtime_error("inconsistent head counts for embedding size " +
                              std::to_string(s.n_embd));
-  const int64_t block = ggml_type_traits(s.type).block_elems;
-  if (s.n_embd % block || s.n_ff % block)
-    throw std::runtime_error("embedding and feed-forward sizes must be multiples of " +
-                             std::to_string(block) + " for " + std::string(ggml_type_name(s.type)));
+  if (!cpu::can_quantize(s.type))
+    throw std::runtime_error("random models cannot be written as " +
+                             std::string(ggml_type_name(s.type)));
   // The vocabulary: another file's, or the 256 byte tokens, two-character merges of printable
   // ASCII, filler tokens, and the special tokens at the end.
   std::unique_ptr<GgufFile> vocab;
@@ -211,8 +215,15 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   const int hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
   const bool bias = s.arch == "qwen2";
   std::vector<TensorPlan> plan;
+  int layer = 0;
   auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
-    plan.push_back({std::move(name), s.type, {cols, rows}, TensorPlan::Fill::Random});
+    const GgmlType type = random_model_tensor_type(s, name, layer, cols);
+    const int64_t block = ggml_type_traits(type).block_elems;
+    if (cols % block)
+      throw std::runtime_error(name + " has " + std::to_string(cols) +
+                               " columns, not a multiple of " + std::to_string(block) + " for " +
+                               std::string(ggml_type_name(type)));
+    plan.push_back({std::move(name), type, {cols, rows}, TensorPlan::Fill::Random});
   };
   auto vec = [&](std::string name, int64_t n, TensorPlan::Fill fill) {
     plan.push_back({std::move(name), GgmlType::F32, {n}, fill});
@@ -221,6 +232,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   vec("output_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
   if (!s.tied_output) matrix("output.weight", s.n_embd, s.n_vocab);
   for (int l = 0; l < s.n_layer; ++l) {
+    layer = l;
     const std::string p = "blk." + std::to_string(l) + ".";
     vec(p + "attn_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
     matrix(p + "attn_q.weight", s.n_embd, s.n_embd);
@@ -261,7 +273,8 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
                    }});
   };
   str("general.architecture", s.arch);
-  str("general.name", "ghostline random " + s.arch + " " + std::string(ggml_type_name(s.type)));
+  str("general.name", "ghostline random " + s.arch + " " +
+                          (s.q4_k_m ? std::string("Q4_K_M") : std::string(ggml_type_name(s.type))));
   u32("general.alignment", kAlignment);
   u32(a + "context_length", uint32_t(s.n_ctx));
   u32(a + "embedding_length", uint32_t(s.n_embd));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "engine/gguf/ggml_type.h"
 
@@ -22,12 +23,28 @@ struct RandomModelSpec {
   int n_ff = 4864;
   int n_ctx = 32768;
   bool tied_output = true;
-  GgmlType type = GgmlType::Q8_0;  // of the matrices: F32, F16, Q8_0 or Q4_0; norms stay F32
+  // Type of the matrices (norms and biases stay F32): any type cpu::can_quantize writes. Where
+  // a row is not a multiple of 256 values a K-quant or IQ4_XS falls back as llama-quantize's
+  // does (incompatible_row_fallback).
+  GgmlType type = GgmlType::Q8_0;
+  // llama-quantize's Q4_K_M preset instead of one type: Q4_K, with Q6_K for the output (or the
+  // tied embedding) and for attn_v and ffn_down of the layers use_more_bits picks, then the
+  // same fallbacks (so Qwen2.5-Coder-0.5B's 896-wide rows get Q5_0 and Q8_0).
+  bool q4_k_m = false;
   uint64_t seed = 1;
   // A GGUF file whose tokenizer (tokenizer.ggml.* metadata) the model takes instead of the
   // synthetic one, e.g. the real Qwen2.5-Coder vocabulary; n_vocab becomes its size.
   std::filesystem::path vocab_from;
 };
+
+// The type llama-quantize writes instead of `type` for a row whose length is not a multiple of
+// 256: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K / Q3_K / IQ4_XS -> IQ4_NL; other types
+// are returned unchanged.
+GgmlType incompatible_row_fallback(GgmlType type);
+
+// The type of matrix `name` (of `layer`, with rows of `cols` values) in a file made from `spec`.
+GgmlType random_model_tensor_type(const RandomModelSpec& spec, std::string_view name, int layer,
+                                  int64_t cols);
 
 // Streams the file to `path` (never holding a whole tensor in memory); throws
 // std::runtime_error naming the problem (unsupported type, shape not a multiple of the block

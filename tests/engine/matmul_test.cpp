@@ -46,6 +46,33 @@ std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols,
       for (size_t off = 0; off < data.size(); off += sizeof(BlockQ4_0))
         put16(data.data() + off, fp32_to_fp16(scale(rng)));
       break;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL: {
+      const size_t block = ggml_type_traits(type).block_bytes;
+      const bool has_min = type == GgmlType::Q4_1 || type == GgmlType::Q5_1;
+      for (size_t off = 0; off < data.size(); off += block) {
+        put16(data.data() + off,
+              fp32_to_fp16(scale(rng) * (type == GgmlType::IQ4_NL ? 0.1f : 1.0f)));
+        if (has_min) put16(data.data() + off + 2, fp32_to_fp16(-8.0f * scale(rng)));
+      }
+      break;
+    }
+    case GgmlType::IQ4_XS:
+      for (size_t off = 0; off < data.size(); off += sizeof(BlockIq4Xs))
+        put16(data.data() + off, fp32_to_fp16(scale(rng) * 0.01f));
+      break;
+    case GgmlType::Q2_K:
+      for (size_t off = 0; off < data.size(); off += sizeof(BlockQ2_K)) {
+        put16(data.data() + off + offsetof(BlockQ2_K, d), fp32_to_fp16(scale(rng) * 0.2f));
+        put16(data.data() + off + offsetof(BlockQ2_K, dmin), fp32_to_fp16(scale(rng) * 0.1f));
+      }
+      break;
+    case GgmlType::Q3_K:
+      for (size_t off = 0; off < data.size(); off += sizeof(BlockQ3_K))
+        put16(data.data() + off + offsetof(BlockQ3_K, d), fp32_to_fp16(scale(rng) * 0.05f));
+      break;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K: {
       const size_t block = type == GgmlType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ5_K);
@@ -82,8 +109,8 @@ class MatmulTest : public ::testing::TestWithParam<Param> {};
 TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
   const auto [type, isa] = GetParam();
   if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
-  const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
-  const bool blocked = type == GgmlType::Q8_0 || type == GgmlType::Q4_0;
+  const bool k_quant = ggml_type_traits(type).block_elems == kQK_K;
+  const bool blocked = ggml_type_traits(type).block_elems == kQK8_0;
   // Column counts leave partial prefill chunks and partial vectors where the type allows.
   const int64_t cols = k_quant ? 768 : blocked ? 352 : 344;
   const int block = k_quant ? kQK_K : blocked ? kQK8_0 : 1;
@@ -143,8 +170,10 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(
     AllTypesAllPaths, MatmulTest,
     ::testing::Combine(::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                         GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                                         GgmlType::Q5_K, GgmlType::Q6_K),
+                                         GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                         GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                                         GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
+                                         GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                        ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512)),
     param_name);
 
@@ -174,8 +203,8 @@ TEST(Matmul, RejectsUnsupportedTypesAndPartialBlocks) {
   ThreadPool pool(1);
   std::vector<std::byte> raw(4096);
   std::vector<float> x(512), y(8);
-  const WeightMatrix q2k{GgmlType::Q2_K, 1, 256, raw.data(), 84};
-  EXPECT_THROW(matmul(q2k, x.data(), 1, y.data(), pool), std::invalid_argument);
+  const WeightMatrix iq2{GgmlType::IQ2_XXS, 1, 256, raw.data(), 66};
+  EXPECT_THROW(matmul(iq2, x.data(), 1, y.data(), pool), std::invalid_argument);
   const WeightMatrix partial{GgmlType::Q8_0, 1, 40, raw.data(), 68};
   EXPECT_THROW(matmul(partial, x.data(), 1, y.data(), pool), std::invalid_argument);
 }

@@ -200,11 +200,11 @@ TEST_F(ModelLoadTest, WrongShapeIsNamedWithBothShapes) {
 TEST_F(ModelLoadTest, UnsupportedTensorTypeIsNamed) {
   TinyModel m;
   m.edit = [](std::string& name, std::vector<int64_t>&, GgmlType& type) {
-    if (name == "blk.0.attn_q.weight") type = GgmlType::Q4_1;
+    if (name == "blk.0.attn_q.weight") type = GgmlType::Q8_1;
     return true;
   };
   const std::string e = load_error(m);
-  EXPECT_NE(e.find("'blk.0.attn_q.weight' has type Q4_1"), std::string::npos) << e;
+  EXPECT_NE(e.find("'blk.0.attn_q.weight' has type Q8_1"), std::string::npos) << e;
   EXPECT_NE(e.find("re-quantize"), std::string::npos) << e;
 }
 
@@ -223,8 +223,42 @@ TEST_F(ModelLoadTest, CheckListsEveryProblem) {
   auto file = GgufFile::open(write(m));
   const auto problems = Model::check(*file);
   ASSERT_EQ(problems.size(), 2u);
-  EXPECT_NE(problems[0].find("output_norm.weight"), std::string::npos);
-  EXPECT_NE(problems[1].find("blk.0.attn_v.weight"), std::string::npos);
+  EXPECT_EQ(problems[0].subject, "output_norm.weight");
+  EXPECT_EQ(problems[1].subject, "blk.0.attn_v.weight");
+  EXPECT_NE(problems[0].message.find("output_norm.weight"), std::string::npos);
+  // Both are missing tensors: one kind, reported once with the first as its example.
+  const auto groups = group_problems(problems);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 2);
+  EXPECT_EQ(groups[0].example.subject, "output_norm.weight");
+}
+
+TEST_F(ModelLoadTest, RepeatedProblemsAreOneLinePerKindWithARemedy) {
+  TinyModel m;
+  m.n_ff = 64;  // whole blocks of 32 in every row
+  // Every 2-D weight in an unsupported type, one norm missing: two kinds of problem.
+  m.edit = [](std::string& name, std::vector<int64_t>& shape, GgmlType& type) {
+    if (shape.size() == 2) type = GgmlType::Q8_1;
+    return name != "output_norm.weight";
+  };
+  auto file = GgufFile::open(write(m));
+  const auto problems = Model::check(*file);
+  const auto groups = group_problems(problems);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].kind, "tensor type Q8_1");
+  EXPECT_EQ(groups[0].example.subject, "token_embd.weight");
+  EXPECT_GT(groups[0].count, 5);
+  EXPECT_EQ(groups[1].kind, "missing tensor");
+  EXPECT_EQ(groups[1].count, 1);
+  const std::string line = describe(groups[0]);
+  EXPECT_NE(line.find("on " + std::to_string(groups[0].count) + " tensors"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("re-quantize to one of F32, F16, Q4_0, Q4_1, Q5_0"), std::string::npos)
+      << line;
+  // The load error repeats neither: one clause per kind.
+  const std::string e = load_error(m);
+  EXPECT_EQ(e.find("blk.1.attn_q.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("tensor type Q8_1 on"), std::string::npos) << e;
 }
 
 // Odd shapes (head_dim 8, GQA 2:1, biases) through both forward paths.
@@ -239,7 +273,8 @@ TEST_F(ModelLoadTest, TinyModelFastPathMatchesReference) {
     auto model = Model::load(write(m, qwen ? "q.gguf" : "l.gguf"), {.lock_resident = false});
     KvBlockPool pool(model->config().n_layer, model->config().kv_dim(), 1 << 20);
     Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 5});
-    Generator ref(*model, pool, {.threads = 1, .backend = BackendKind::Reference, .chunk_tokens = 64});
+    Generator ref(*model, pool,
+                  {.threads = 1, .backend = BackendKind::Reference, .chunk_tokens = 64});
     std::vector<int32_t> ids;
     for (int i = 0; i < 37; ++i) ids.push_back((i * 5 + 1) % 8);
     KvSequence a, b;

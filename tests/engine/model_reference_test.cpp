@@ -59,7 +59,8 @@ struct ModelSpec {
 };
 
 std::string spec_name(const testing::TestParamInfo<ModelSpec>& info) {
-  std::string s = info.param.name + (info.param.backend == BackendKind::Cpu ? "_fast" : "_reference");
+  std::string s =
+      info.param.name + (info.param.backend == BackendKind::Cpu ? "_fast" : "_reference");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
@@ -149,7 +150,21 @@ INSTANTIATE_TEST_SUITE_P(
                     ModelSpec{"ref-qwen2-dscoder-q4_0", 0.15, 0.9, false, BackendKind::Reference},
                     ModelSpec{"ref-qwen2-dscoder-q4_0", 0.15, 0.9, false, BackendKind::Cpu},
                     ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, BackendKind::Reference},
-                    ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, BackendKind::Cpu}),
+                    ModelSpec{"ref-qwen2-dscoder-q6_k", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-q4_1", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-q4_1", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-q5_0", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-q5_0", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-q5_1", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-q5_1", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-iq4_nl", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-iq4_nl", 0.15, 0.9, false, BackendKind::Cpu},
+                    ModelSpec{"ref-qwen2-dscoder-iq4_xs", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-dscoder-iq4_xs", 0.15, 0.9, false, BackendKind::Cpu},
+                    // Q4_K_M with the Q5_0 / Q8_0 / Q6_K fallbacks of rows that are not a
+                    // multiple of 256, as in Qwen2.5-Coder-0.5B.
+                    ModelSpec{"ref-qwen2-w384-q4_k_m", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-qwen2-w384-q4_k_m", 0.15, 0.9, false, BackendKind::Cpu}),
     spec_name);
 
 }  // namespace

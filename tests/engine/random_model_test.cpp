@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "engine/gguf/quant.h"
 #include "engine/generator.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/quant.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::engine {
@@ -53,7 +53,8 @@ TEST_P(RandomModelTest, LoadsAndFastPathMatchesReference) {
 
   KvBlockPool pool(c.n_layer, c.kv_dim(), 1 << 20);
   Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 16});
-  Generator ref(*model, pool, {.threads = 1, .backend = BackendKind::Reference, .chunk_tokens = 64});
+  Generator ref(*model, pool,
+                {.threads = 1, .backend = BackendKind::Reference, .chunk_tokens = 64});
   KvSequence a, b;
   ASSERT_TRUE(fast.forward(a, ids));
   ASSERT_TRUE(ref.forward(b, ids));
@@ -96,7 +97,123 @@ TEST_P(RandomModelTest, QuantizedWeightsDecodeCloseToTheirSource) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RandomModelTest,
-                         testing::Values(GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0),
+                         testing::Values(GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0,
+                                         GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                         GgmlType::IQ4_NL),
+                         [](const auto& info) { return std::string(ggml_type_name(info.param)); });
+
+// A Q4_K_M file of the shape of ../shared/data's w384 reference (384-wide rows, as
+// Qwen2.5-Coder-0.5B's 896 not a multiple of 256) gets, tensor by tensor, the types
+// llama-quantize gave that file.
+TEST(RandomModelMix, Q4KMGivesTheTypesLlamaQuantizeWrites) {
+  const std::string ref_path = "../shared/data/models/ref-qwen2-w384-q4_k_m.gguf";
+  auto ref = GgufFile::open(ref_path);
+  RandomModelSpec spec;
+  spec.n_vocab = 700;
+  spec.n_embd = 384;
+  spec.n_layer = 2;
+  spec.n_head = 6;
+  spec.n_head_kv = 2;
+  spec.n_ff = 1024;
+  spec.n_ctx = 256;
+  spec.q4_k_m = true;
+  const fs::path path =
+      fs::temp_directory_path() / ("ghostline-q4km-" + std::to_string(::getpid()) + ".gguf");
+  write_random_model(path, spec);
+  auto file = GgufFile::open(path);
+  int matrices = 0;
+  for (const GgufTensor& t : file->tensors()) {
+    if (t.shape.size() != 2) continue;
+    const GgufTensor* r = ref->tensor(t.name);
+    ASSERT_NE(r, nullptr) << t.name;
+    EXPECT_EQ(ggml_type_name(t.type), ggml_type_name(r->type)) << t.name;
+    ++matrices;
+  }
+  EXPECT_EQ(matrices, 15);  // the tied embedding and 7 per layer
+
+  // The mix loads, and the fast path agrees with the reference one.
+  auto model = Model::load(path, {.lock_resident = false});
+  const ModelConfig& c = model->config();
+  KvBlockPool pool(c.n_layer, c.kv_dim(), 1 << 20);
+  Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 16});
+  Generator slow(*model, pool, {.threads = 1, .backend = BackendKind::Reference});
+  const auto ids = model->tokenizer().encode("def add(a, b):\n    return a + b\n");
+  KvSequence a, b;
+  ASSERT_TRUE(fast.forward(a, ids));
+  ASSERT_TRUE(slow.forward(b, ids));
+  const auto r = slow.logits(0);
+  double mean = 0, sq = 0, max_diff = 0;
+  for (float x : r) mean += x;
+  mean /= double(r.size());
+  for (float x : r) sq += (x - mean) * (x - mean);
+  for (size_t i = 0; i < r.size(); ++i)
+    max_diff = std::max(max_diff, std::abs(double(fast.logits(0)[i]) - r[i]));
+  EXPECT_LE(max_diff / std::sqrt(sq / double(r.size())), 0.1);
+  pool.release(a);
+  pool.release(b);
+  fs::remove(path);
+}
+
+TEST(RandomModelMix, RowsNotAMultipleOf256FallBackLikeLlamaQuantize) {
+  RandomModelSpec spec;
+  spec.n_embd = 896;
+  spec.n_ff = 4864;
+  spec.n_layer = 24;
+  spec.q4_k_m = true;
+  EXPECT_EQ(random_model_tensor_type(spec, "token_embd.weight", 0, 896), GgmlType::Q8_0);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_q.weight", 0, 896), GgmlType::Q5_0);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_v.weight", 0, 896), GgmlType::Q8_0);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.3.attn_v.weight", 3, 896), GgmlType::Q5_0);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.5.ffn_down.weight", 5, 4864), GgmlType::Q6_K);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.4.ffn_down.weight", 4, 4864), GgmlType::Q4_K);
+  spec.q4_k_m = false;
+  spec.type = GgmlType::IQ4_XS;
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_q.weight", 0, 896), GgmlType::IQ4_NL);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.0.ffn_down.weight", 0, 4864), GgmlType::IQ4_XS);
+}
+
+// K-quant and IQ4_XS files (rows a multiple of 256): the fast path agrees with the reference.
+class RandomModelSuperBlockTest : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(RandomModelSuperBlockTest, FastPathMatchesReference) {
+  RandomModelSpec spec;
+  spec.n_vocab = 400;
+  spec.n_embd = 256;
+  spec.n_layer = 2;
+  spec.n_head = 4;
+  spec.n_head_kv = 2;
+  spec.n_ff = 512;
+  spec.n_ctx = 256;
+  spec.type = GetParam();
+  const fs::path path =
+      fs::temp_directory_path() / ("ghostline-random-k-" + std::to_string(::getpid()) + ".gguf");
+  write_random_model(path, spec);
+  auto model = Model::load(path, {.lock_resident = false});
+  EXPECT_EQ(model->file().tensor("blk.1.attn_q.weight")->type, GetParam());
+  const ModelConfig& c = model->config();
+  KvBlockPool pool(c.n_layer, c.kv_dim(), 1 << 20);
+  Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 16});
+  Generator slow(*model, pool, {.threads = 1, .backend = BackendKind::Reference});
+  const auto ids = model->tokenizer().encode("int main() { return 0; }\n");
+  KvSequence a, b;
+  ASSERT_TRUE(fast.forward(a, ids));
+  ASSERT_TRUE(slow.forward(b, ids));
+  const auto r = slow.logits(0);
+  double mean = 0, sq = 0, max_diff = 0;
+  for (float x : r) mean += x;
+  mean /= double(r.size());
+  for (float x : r) sq += (x - mean) * (x - mean);
+  for (size_t i = 0; i < r.size(); ++i)
+    max_diff = std::max(max_diff, std::abs(double(fast.logits(0)[i]) - r[i]));
+  EXPECT_LE(max_diff / std::sqrt(sq / double(r.size())), 0.1);
+  pool.release(a);
+  pool.release(b);
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, RandomModelSuperBlockTest,
+                         testing::Values(GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                                         GgmlType::Q6_K, GgmlType::IQ4_XS),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
 }  // namespace

@@ -16,7 +16,14 @@ int activation_block(GgmlType type) {
   switch (type) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL:
       return kQK8_0;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
@@ -131,7 +138,9 @@ void validate(const WeightMatrix& w) {
 
 }  // namespace
 
-bool matmul_supports(GgmlType type) { return can_dequantize(type); }
+bool matmul_supports(GgmlType type) {
+  return can_dequantize(type);
+}
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   matmul(w, x, n_tokens, y, pool, active_isa());

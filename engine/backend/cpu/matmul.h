@@ -22,7 +22,8 @@ struct WeightMatrix {
   size_t row_bytes;
 };
 
-// Whether matmul handles weights of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K).
+// Whether matmul handles weights of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
 bool matmul_supports(GgmlType type);
 
 // Up to this many tokens a product takes the decode path (integer dot products on quantized

@@ -36,6 +36,101 @@ float dot_q4_0(const BlockQ4_0* w, const int8_t* xq, const float* xd, const int3
   return sum;
 }
 
+// Bit 4 of value j of a Q5_0 / Q5_1 block.
+int q5_high(const uint8_t qh[4], int j) {
+  return ((qh[j / 8] >> (j % 8)) & 1) << 4;
+}
+
+// Q4_1, Q5_0 and Q5_1 (x = d * q - offset or d * q + m with 4- or 5-bit q) and IQ4_NL (x = d *
+// grid[q]): integer dot of the stored values with x, then the scale and offset per block.
+template <GgmlType kType, typename Block>
+float dot_32(const Block* w, const int8_t* xq, const float* xd, const int32_t* sum16, int64_t nb) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* x = xq + b * kQK8_0;
+    int32_t isum = 0;
+    for (int j = 0; j < kQK8_0 / 2; ++j) {
+      int q0 = w[b].qs[j] & 0xF, q1 = w[b].qs[j] >> 4;
+      if constexpr (kType == GgmlType::Q5_0 || kType == GgmlType::Q5_1) {
+        q0 |= q5_high(w[b].qh, j);
+        q1 |= q5_high(w[b].qh, j + kQK8_0 / 2);
+      }
+      if constexpr (kType == GgmlType::IQ4_NL) {
+        q0 = kIq4nlValues[q0];
+        q1 = kIq4nlValues[q1];
+      }
+      isum += q0 * x[j] + q1 * x[j + kQK8_0 / 2];
+    }
+    const int32_t xsum = sum16[2 * b] + sum16[2 * b + 1];
+    const float d = fp16_to_fp32(w[b].d);
+    if constexpr (kType == GgmlType::Q5_0) isum -= 16 * xsum;
+    sum += d * xd[b] * static_cast<float>(isum);
+    if constexpr (kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1)
+      sum += fp16_to_fp32(w[b].m) * xd[b] * static_cast<float>(xsum);
+  }
+  return sum;
+}
+
+float dot_iq4_xs(const BlockIq4Xs* w, const int8_t* xq, const float* xd, int64_t nb) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t isum = 0;
+    for (int s = 0; s < kQK_K / 32; ++s) {
+      const int ls =
+          ((w[b].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((w[b].scales_h >> (2 * s)) & 3) << 4);
+      const uint8_t* qs = w[b].qs + 16 * s;
+      const int8_t* x = xq + b * kQK_K + 32 * s;
+      int32_t sub = 0;
+      for (int j = 0; j < 16; ++j)
+        sub += kIq4nlValues[qs[j] & 0xF] * x[j] + kIq4nlValues[qs[j] >> 4] * x[j + 16];
+      isum += (ls - 32) * sub;
+    }
+    sum += fp16_to_fp32(w[b].d) * xd[b] * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// Q2_K: x = d * (sc & 15) * q - dmin * (sc >> 4) per group of 16.
+float dot_q2_k(const BlockQ2_K* w, const int8_t* xq, const float* xd, const int32_t* sum16,
+               int64_t nb) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* x = xq + b * kQK_K;
+    const int32_t* s16 = sum16 + b * (kQK_K / 16);
+    int32_t scaled = 0, mins = 0;
+    for (int v = 0; v < kQK_K; ++v) {
+      const int h = v / 128, s = (v % 128) / 32, l = v % 32;
+      scaled += (w[b].scales[v / 16] & 0xF) * ((w[b].qs[32 * h + l] >> (2 * s)) & 3) * x[v];
+    }
+    for (int g = 0; g < 16; ++g) mins += (w[b].scales[g] >> 4) * s16[g];
+    sum += xd[b] * (fp16_to_fp32(w[b].d) * static_cast<float>(scaled) -
+                    fp16_to_fp32(w[b].dmin) * static_cast<float>(mins));
+  }
+  return sum;
+}
+
+// Q3_K: x = d * s[g] * (q - 4) per group of 16, q = low 2 bits | third bit << 2.
+float dot_q3_k(const BlockQ3_K* w, const int8_t* xq, const float* xd, const int32_t* sum16,
+               int64_t nb) {
+  float sum = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* x = xq + b * kQK_K;
+    const int32_t* s16 = sum16 + b * (kQK_K / 16);
+    int8_t sc[16];
+    q3_k_scales(w[b].scales, sc);
+    int32_t isum = 0;
+    for (int v = 0; v < kQK_K; ++v) {
+      const int h = v / 128, s = (v % 128) / 32, l = v % 32;
+      const int q =
+          ((w[b].qs[32 * h + l] >> (2 * s)) & 3) | (((w[b].hmask[l] >> (v / 32)) & 1) << 2);
+      isum += sc[v / 16] * q * x[v];
+    }
+    for (int g = 0; g < 16; ++g) isum -= 4 * sc[g] * s16[g];
+    sum += xd[b] * fp16_to_fp32(w[b].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 // Q4_K and Q5_K: x = d * sc[j] * q - dmin * m[j] per sub-block j of 32 values.
 template <bool kFiveBit, typename Block>
 float dot_q45_k(const Block* w, const int8_t* xq, const float* xd, const int32_t* sum16,
@@ -109,6 +204,27 @@ void decode_rows(const DecodeJob& job, int64_t r0, int64_t r1) {
           break;
         case GgmlType::Q4_0:
           v = dot_q4_0(reinterpret_cast<const BlockQ4_0*>(wr), xq, xd, s16, nb);
+          break;
+        case GgmlType::Q4_1:
+          v = dot_32<GgmlType::Q4_1>(reinterpret_cast<const BlockQ4_1*>(wr), xq, xd, s16, nb);
+          break;
+        case GgmlType::Q5_0:
+          v = dot_32<GgmlType::Q5_0>(reinterpret_cast<const BlockQ5_0*>(wr), xq, xd, s16, nb);
+          break;
+        case GgmlType::Q5_1:
+          v = dot_32<GgmlType::Q5_1>(reinterpret_cast<const BlockQ5_1*>(wr), xq, xd, s16, nb);
+          break;
+        case GgmlType::IQ4_NL:
+          v = dot_32<GgmlType::IQ4_NL>(reinterpret_cast<const BlockIq4Nl*>(wr), xq, xd, s16, nb);
+          break;
+        case GgmlType::IQ4_XS:
+          v = dot_iq4_xs(reinterpret_cast<const BlockIq4Xs*>(wr), xq, xd, nb);
+          break;
+        case GgmlType::Q2_K:
+          v = dot_q2_k(reinterpret_cast<const BlockQ2_K*>(wr), xq, xd, s16, nb);
+          break;
+        case GgmlType::Q3_K:
+          v = dot_q3_k(reinterpret_cast<const BlockQ3_K*>(wr), xq, xd, s16, nb);
           break;
         case GgmlType::Q4_K:
           v = dot_q45_k<false>(reinterpret_cast<const BlockQ4_K*>(wr), xq, xd, s16, nb);

@@ -3,8 +3,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -54,6 +56,71 @@ TEST(EngineCommands, ModelInfoOnAVocabularyOnlyFileSaysWhyItCannotServe) {
   const CommandResult r = run("model-info ../shared/data/tokenizer/starcoder.gguf");
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.out.find("servable:      no"), std::string::npos) << r.out;
+}
+
+// A file whose every 2-D weight has a type Ghostline cannot compute with: model-info prints
+// one line for all of them (with the count, an example and the remedy), not one per tensor.
+TEST(EngineCommands, ModelInfoGroupsRepeatedProblemsAndSaysWhatWouldServe) {
+  const std::string path = ::testing::TempDir() + "ghostline-iq3s.gguf";
+  ASSERT_EQ(run("make-model -o " + path +
+                " --type Q3_K --vocab 300 --embd 256 --layers 3 --heads 4 --kv-heads 2 --ff 512")
+                .rc,
+            0);
+  // Q3_K and IQ3_S blocks are both 110 bytes for 256 values: rewrite each Q3_K tensor's type id
+  // in the header (name, n_dims, dims, type) so that the file stays valid GGUF.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  int patched = 0;
+  for (size_t pos = 0; (pos = bytes.find(".weight", pos)) != std::string::npos; pos += 7) {
+    const size_t type_at = pos + 7 + 4 + 2 * 8;  // after n_dims (u32) and two u64 dims
+    uint32_t dims, type;
+    std::memcpy(&dims, bytes.data() + pos + 7, 4);
+    if (dims != 2) continue;
+    std::memcpy(&type, bytes.data() + type_at, 4);
+    if (type != 11) continue;  // Q3_K
+    const uint32_t iq3_s = 21;
+    std::memcpy(bytes.data() + type_at, &iq3_s, 4);
+    ++patched;
+  }
+  ASSERT_EQ(patched, 22);  // the tied embedding and 7 matrices in each of 3 layers
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  const CommandResult r = run("model-info " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.out.find("IQ3_S x22"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("servable:      no\n"), std::string::npos) << r.out;
+  const size_t problems_at = r.out.find("servable:      no\n");
+  const std::string problems = r.out.substr(problems_at);
+  EXPECT_EQ(std::count(problems.begin(), problems.end(), '\n'), 2) << problems;
+  EXPECT_NE(problems.find("tensor type IQ3_S on 22 tensors (e.g. tensor 'token_embd.weight'"),
+            std::string::npos)
+      << problems;
+  EXPECT_NE(problems.find("to serve it: re-quantize to one of"), std::string::npos) << problems;
+}
+
+TEST(EngineCommands, MakeModelWritesTheQ4KMMixOfA896WideModel) {
+  const std::string path = ::testing::TempDir() + "ghostline-q4km.gguf";
+  // Qwen2.5-Coder-0.5B's widths (896, ffn 4864) with fewer layers and a small vocabulary.
+  const CommandResult made = run("make-model -o " + path +
+                                 " --type q4_k_m --vocab 1000 --layers 8 --heads 14 --kv-heads 2");
+  ASSERT_EQ(made.rc, 0);
+  // llama-quantize's use_more_bits picks layers 0 (< 8/8), 3 and 6 ((i - 1) % 3 == 2) and 7
+  // (>= 7*8/8): their attn_v wants Q6_K (896 wide: Q8_0 instead) and their ffn_down (4864 wide)
+  // gets Q6_K; the other ffn_down Q4_K; the tied embedding Q6_K, so Q8_0; every other 896-wide
+  // matrix Q4_K, so Q5_0.
+  const std::string types = "Q4_K x4, Q5_0 x44, Q6_K x4, Q8_0 x5";
+  EXPECT_NE(made.out.find(types), std::string::npos) << made.out;
+  const CommandResult r = run("model-info " + path);
+  std::remove(path.c_str());
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(types), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("servable:      yes"), std::string::npos) << r.out;
 }
 
 TEST(EngineCommands, MissingFileIsAnError) {
