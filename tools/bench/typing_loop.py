@@ -7,48 +7,13 @@ per keystroke and keystroke-to-reply latency. Run it twice, with and without
   tools/bench/typing_loop.py build/release/ghostline FILE --lines 20 -- --model M.gguf -t 2
 """
 import argparse
-import json
+import os
 import statistics
-import subprocess
 import sys
 import time
 
-
-def frame(obj):
-    body = json.dumps(obj).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-class Daemon:
-    def __init__(self, argv):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.next_id = 1
-
-    def send(self, obj):
-        self.p.stdin.write(frame(obj))
-        self.p.stdin.flush()
-
-    def read(self):
-        length = None
-        while True:
-            line = self.p.stdout.readline()
-            if not line:
-                raise RuntimeError("daemon closed its output")
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        return json.loads(self.p.stdout.read(length))
-
-    def request(self, method, params):
-        id = self.next_id
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        while True:
-            m = self.read()
-            if m.get("id") == id:
-                return m
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_daemon import Daemon  # noqa: E402
 
 
 def percentile(values, q):
@@ -104,7 +69,8 @@ def main():
     print(file=sys.stderr)
     stats = d.request("ghostline/stats", None)["result"]
     d.p.kill()
-    recent = stats["recent"]
+    # Answers from memory (typing through a completion) ran no model: they have no prompt.
+    recent = [s for s in stats["recent"] if "prefilledTokens" in s]
     prefilled = [s["prefilledTokens"] for s in recent]
     prompt_tokens = [s["promptTokens"] for s in recent]
     print("keystrokes               %d" % len(latencies))
