@@ -43,6 +43,13 @@ def cpu_has_bf16():
     return " avx512_bf16" in flags or " amx_bf16" in flags
 
 
+def shape(spec, default):
+    if not spec:
+        return default
+    dim, n_layers, n_heads, n_kv_heads, ffn_dim = (int(x) for x in spec.split(","))
+    return dict(dim=dim, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads, ffn_dim=ffn_dim)
+
+
 def use_bf16(mode, device):
     if mode == "on":
         return True
@@ -110,6 +117,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--decay-frac", type=float, default=0.25)
     ap.add_argument("--fim-rate", type=float, default=0.5, help="share of FIM rows (PSM and SPM half each)")
+    ap.add_argument("--span-rate", type=float, default=0.5,
+                    help="share of FIM middles that are random spans; the rest end at a line end (70%% the "
+                         "rest of one line, 30%% up to 4 more lines)")
     ap.add_argument("--distill", type=float, default=0.5, help="weight of the draft's KL term")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                     help="torch intra-op threads (oneDNN's bf16 matmuls use these, not OpenBLAS's)")
@@ -132,6 +142,10 @@ def main():
     ap.add_argument("--init-from", default=None,
                     help="start from another checkpoint's weights and optimizer (e.g. a previous "
                          "run's ckpt-predecay.pt) and train to --total-tokens")
+    ap.add_argument("--target", default=None, metavar="DIM,LAYERS,HEADS,KV_HEADS,FFN",
+                    help=f"target shape instead of {TARGET}")
+    ap.add_argument("--draft", default=None, metavar="DIM,LAYERS,HEADS,KV_HEADS,FFN",
+                    help=f"draft shape instead of {DRAFT}")
     ap.add_argument("--init-gguf", nargs=2, metavar=("TARGET", "DRAFT"), default=None,
                     help="continue training from the weights of shipped GGUF files (dequantized; the "
                          "architecture comes from their metadata, the optimizer starts fresh and re-warms)")
@@ -151,7 +165,7 @@ def main():
     tok = Tokenizer.load(work / "tokenizer.json")
     docs = load_docs(work / "data" / "corpus.jsonl", "train")
     held = load_docs(work / "data" / "corpus.jsonl", "heldout")
-    rows = RowBuilder(tok, docs, args.ctx, fim_rate=args.fim_rate)
+    rows = RowBuilder(tok, docs, args.ctx, fim_rate=args.fim_rate, span_rate=args.span_rate)
     val_rows = RowBuilder(tok, held, args.ctx)
     val_batch = val_rows.batch(args.seed + 1, 0, 8)
 
@@ -169,8 +183,8 @@ def main():
         tcfg = load_gguf_model(args.init_gguf[0])[0].cfg
         dcfg = load_gguf_model(args.init_gguf[1])[0].cfg
     else:
-        tcfg = Config(vocab_size=tok.vocab_size, ctx=args.ctx, **TARGET)
-        dcfg = Config(vocab_size=tok.vocab_size, ctx=args.ctx, **DRAFT)
+        tcfg = Config(vocab_size=tok.vocab_size, ctx=args.ctx, **shape(args.target, TARGET))
+        dcfg = Config(vocab_size=tok.vocab_size, ctx=args.ctx, **shape(args.draft, DRAFT))
     assert tcfg.ctx == args.ctx and dcfg.ctx == args.ctx
     target = (target or Transformer(tcfg)).to(device)
     draft = (draft or Transformer(dcfg)).to(device)
