@@ -39,6 +39,7 @@ def main():
     em = es = empty = 0
     lat = []
     per_lang = {}
+    rows = []
     t0 = time.time()
     with tempfile.TemporaryDirectory() as d:
         for i, s in enumerate(samples):
@@ -63,6 +64,7 @@ def main():
             es += edit_sim(got, s["middle"])
             empty += int(got == "")
             lat.append(res["stats"]["totalMs"])
+            rows.append(dict(lang=s["lang"], expected=s["middle"], got=got, ms=res["stats"]["totalMs"]))
             pl = per_lang.setdefault(s["lang"], [0, 0])
             pl[0] += 1
             pl[1] += e
@@ -73,10 +75,10 @@ def main():
     lat.sort()
     report = dict(model=args.model, draft=args.draft, samples=n, exact_match=em / n, edit_similarity=es / n,
                   empty_completions=empty / n, latency_ms_p50=lat[n // 2], latency_ms_p99=lat[min(n - 1, int(n * 0.99))],
-                  per_language_em={k: v[1] / v[0] for k, v in sorted(per_lang.items())})
+                  per_language_em={k: v[1] / v[0] for k, v in sorted(per_lang.items())}, completions=rows)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
-    print(json.dumps(report, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k != "completions"}, indent=1))
 
 
 if __name__ == "__main__":
