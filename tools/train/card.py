@@ -219,7 +219,8 @@ def main():
                  "samples. Its held-out files were the same for the sources it was trained on; it never saw "
                  "Rust or the sources added since.")
     if args.daemon_eval:
-        L.append("\nThe same samples through the engine (`tools/train/eval_daemon.py`: `ghostline complete` "
+        n_d = json.loads(Path(args.daemon_eval[0].split("=", 1)[1]).read_text())["samples"]
+        L.append(f"\nThe first {n_d} of these samples through the engine (`tools/train/eval_daemon.py`: `ghostline complete` "
                  "at the cursor, the daemon's SPM prompt, cuts, stop rules and 80 ms deadline, 2 threads "
                  "beside builds):\n")
         L.append("| models | exact match | edit similarity | empty | latency p50 / p99 (ms) |\n|---|---|---|---|---|")
