@@ -5,6 +5,7 @@ import json
 import os
 from pathlib import Path
 
+from data import LANG_WEIGHTS
 from export import PSM_TEMPLATE, SPM_TEMPLATE, LICENSE
 
 
@@ -64,6 +65,13 @@ def loss_svg(metrics, path):
     Path(path).write_text("\n".join(el) + "\n")
 
 
+def lang_weights(manifest):
+    langs = sorted({s["lang"] for s in manifest["sources"]})
+    w = {l: LANG_WEIGHTS.get(l, 0.1) for l in langs}  # data.DocSampler's default for other languages
+    total = sum(w.values())
+    return [(l, w[l] / total) for l in langs]
+
+
 def fence(text):
     return "```\n" + text.replace("```", "` ` `") + "\n```"
 
@@ -73,6 +81,13 @@ def main():
     ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
     ap.add_argument("--run", default="run1")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--baseline-eval", default=None,
+                    help="eval.json of the models these replace, measured on the same samples")
+    ap.add_argument("--daemon-eval", nargs="*", default=[], metavar="LABEL=FILE",
+                    help="eval_daemon.py results to tabulate (e.g. new=... previous=...)")
+    ap.add_argument("--prior", default=None,
+                    help="one sentence on the training the initial weights had (for --init-gguf runs)")
+    ap.add_argument("--cpu-hours", type=float, default=None, help="CPU time the run used (from the OS)")
     args = ap.parse_args()
     work = Path(args.workdir)
     run = work / "runs" / args.run
@@ -99,11 +114,20 @@ def main():
 
     L = []
     L.append("# Ghostline default code models\n")
-    L.append("`ghostline-code.gguf` (target) and `ghostline-code-draft.gguf` (draft for speculative "
-             "decoding) are small llama-architecture code models trained from scratch by the recipe in "
-             "`tools/train/` on permissively licensed source code found on a Debian machine. They are the "
-             "first, short-run baseline: expect simple, local completions (closing a call, finishing an "
-             "identifier, repeating a nearby pattern), not reasoning.\n")
+    if cfg.get("init_gguf"):
+        L.append("`ghostline-code.gguf` (target) and `ghostline-code-draft.gguf` (draft for speculative "
+                 "decoding) are small llama-architecture code models trained by the recipe in `tools/train/` "
+                 "on permissively licensed source code found on a Debian machine. This version continues "
+                 "the training of the previous default pair (same architecture and vocabulary) on a larger "
+                 "corpus, with more fill-in-the-middle rows. Still small and briefly trained: expect simple, "
+                 "local completions (closing a call, finishing an identifier, repeating a nearby pattern), "
+                 "not reasoning.\n")
+    else:
+        L.append("`ghostline-code.gguf` (target) and `ghostline-code-draft.gguf` (draft for speculative "
+                 "decoding) are small llama-architecture code models trained from scratch by the recipe in "
+                 "`tools/train/` on permissively licensed source code found on a Debian machine. Expect "
+                 "simple, local completions (closing a call, finishing an identifier, repeating a nearby "
+                 "pattern), not reasoning.\n")
     L.append("## Files\n")
     L.append("| file | role | parameters | tensor types | bytes |\n|---|---|---|---|---|")
     L.append(f"| ghostline-code.gguf | target | {ev['target']['params']:,} | "
@@ -112,11 +136,14 @@ def main():
              f"{', '.join(ev['draft']['tensor_types'])} | {ev['draft']['file_bytes']:,} |\n")
     L.append(f"- Target: {arch(t)}.")
     L.append(f"- Draft: {arch(d)}. Same vocabulary as the target.")
-    L.append("- GGUF v3, `general.architecture` = `llama`; norms are F32. The target's matrices are "
-             "Q8_0; the draft is F16 (its FFN width is not a multiple of 32).\n")
+    draft_note = ("the draft is F16 (its FFN width is not a multiple of 32)" if d["ffn_dim"] % 32
+                  else "the draft is F16")
+    L.append(f"- GGUF v3, `general.architecture` = `llama`; norms are F32. The target's matrices are "
+             f"Q8_0; {draft_note}.\n")
     L.append("## Tokenizer and prompt format\n")
     L.append("Byte-level BPE, 8192 tokens (256 bytes, 7929 merges, 7 specials), trained by "
-             "`tools/train/tokenizer.py` on a 16 MB language-balanced sample of the training split. "
+             "`tools/train/tokenizer.py` on a 16 MB language-balanced sample of the first corpus's training "
+             "split (later versions keep it: `tokenizer.py --from-gguf`). "
              "`tokenizer.ggml.model` = `gpt2`, `tokenizer.ggml.pre` = `qwen2` (llama.cpp's qwen2 split "
              "regex: digits one at a time, newline runs grouped). Specials (token type 3, control): "
              "`<|endoftext|>` (eos, eot; also the bos id, but `add_bos_token` is false), "
@@ -142,21 +169,29 @@ def main():
              f"{manifest['cap_mb']:g} MB per source. {manifest['heldout_fraction']:.0%} of each source's "
              f"files (whole files, seed {manifest['seed']}) are held out for evaluation: training "
              f"{manifest['train_bytes']:,} bytes, held out {manifest['heldout_bytes']:,} bytes. "
-             f"Languages are sampled with weights python 0.3, go 0.25, cpp 0.2, ts 0.125, js 0.125.\n")
+             f"Languages are sampled with weights "
+             + ", ".join(f"{l} {w:.3f}" for l, w in lang_weights(manifest)) + ".\n")
     L.append("## Training\n")
+    if cfg.get("init_gguf"):
+        L.append(f"- Initial weights: the previous default pair ({', '.join(Path(p).name for p in cfg['init_gguf'])}, "
+                 f"dequantized); optimizer state fresh, with warmup." + (f" {args.prior}" if args.prior else ""))
     L.append(f"- Seed {cfg['seed']}; target and draft trained together on identical batches of "
-             f"{a['batch']} x {a['ctx']} tokens; {last['step']} steps, **{last['tokens']:,} tokens seen**.")
-    L.append(f"- Half the rows are FIM (of those, half PSM and half SPM; middles: rest of a line, "
-             f"rest of a line plus up to 4 lines, or a random span), split on characters; the rest "
-             f"plain left-to-right.")
+             f"{a['batch']} x {a['ctx']} tokens; {last['step']} steps, **{last['tokens']:,} tokens seen** in this run.")
+    fim, span = a.get("fim_rate", 0.5), a.get("span_rate", 0.5)
+    L.append(f"- {fim:.0%} of the rows are FIM (of those, half PSM and half SPM; middles: "
+             f"{(1 - span) * 0.7:.0%} the rest of a line, {(1 - span) * 0.3:.0%} the rest of a line plus up to "
+             f"4 lines, {span:.0%} a random span), split on characters; the rest plain left-to-right.")
     L.append(f"- AdamW (betas 0.9/0.95, weight decay {a['wd']}), peak LR {a['lr']} (draft "
              f"{a['draft_lr']}), {a['warmup']} warmup steps, constant, linear decay to 10% over the last "
              f"{a['decay_frac']:.0%}; gradient clip 1.0. The draft's loss is "
              f"{1 - a['distill']:.1f} x cross-entropy + {a['distill']:.1f} x KL to the target's "
              f"next-token distribution.")
-    L.append(f"- **Training time {last['train_secs'] / 60:.1f} min** on 2 shared vCPUs (Xeon, "
-             f"PyTorch 1.13 CPU, OpenBLAS, nice 10 beside C++ builds): {tok_s:.0f} tokens/s average "
-             f"for both models together.")
+    bf16 = a.get("bf16", "off") in ("on", "auto")
+    cpu = f"; {args.cpu_hours:.2f} CPU hours of process time" if args.cpu_hours is not None else ""
+    L.append(f"- **Training time {last['train_secs'] / 60:.1f} min** wall on 2 shared vCPUs (Xeon with "
+             f"AVX512-BF16, PyTorch 1.13 CPU, {'bf16 autocast' if bf16 else 'fp32'}, {a.get('threads', 1)} "
+             f"thread(s), nice 19 beside C++ builds and tests that took most of the CPU): "
+             f"{tok_s:.0f} tokens/s average for both models together{cpu}.")
     L.append(f"- Final training loss (last-step batch) target {last['loss_target']:.3f}, draft "
              f"{last['loss_draft_ce']:.3f} nats/token"
              + (f"; held-out batch target {vals[-1]['val_target']:.3f}, draft {vals[-1]['val_draft']:.3f}."
@@ -168,11 +203,32 @@ def main():
              f"prompt with up to {ev['prefix_tokens']} prefix and {ev['suffix_tokens']} suffix tokens, "
              f"greedy, completion cut at the first newline or control token. Measured on the GGUF files as shipped "
              f"(weights dequantized), by `tools/train/eval.py`.\n")
-    L.append("| model | exact match | edit similarity | perplexity (tokens) | bits/byte |\n|---|---|---|---|---|")
-    for name in ("target", "draft"):
-        e = ev[name]
-        L.append(f"| {name} | {e['exact_match']:.3f} | {e['edit_similarity']:.3f} | "
-                 f"{e['perplexity']:.2f} ({e['ppl_tokens']:,}) | {e['bits_per_byte']:.3f} |")
+    L.append("| model | exact match | edit similarity | empty | perplexity (tokens) | bits/byte | draft acceptance |\n"
+             "|---|---|---|---|---|---|---|")
+    base = json.loads(Path(args.baseline_eval).read_text()) if args.baseline_eval else None
+    rows = [("", ev)] + ([("previous ", base)] if base else [])
+    for label, e in rows:
+        for name in ("target", "draft"):
+            m = e[name]
+            acc = f"{e['speculative']['acceptance_rate']:.3f}" if name == "target" else ""
+            L.append(f"| {label}{name} | {m['exact_match']:.3f} | {m['edit_similarity']:.3f} | "
+                     f"{m['empty_completions']:.1%} | {m['perplexity']:.2f} ({m['ppl_tokens']:,}) | "
+                     f"{m['bits_per_byte']:.3f} | {acc} |")
+    if base:
+        L.append("\n\"previous\" is the pair these files replace, evaluated by the same script on the same "
+                 "samples. Its held-out files were the same for the sources it was trained on; it never saw "
+                 "Rust or the sources added since.")
+    if args.daemon_eval:
+        n_d = json.loads(Path(args.daemon_eval[0].split("=", 1)[1]).read_text())["samples"]
+        L.append(f"\nThe first {n_d} of these samples through the engine (`tools/train/eval_daemon.py`: `ghostline complete` "
+                 "at the cursor, the daemon's SPM prompt, cuts, stop rules and 80 ms deadline, 2 threads "
+                 "beside builds):\n")
+        L.append("| models | exact match | edit similarity | empty | latency p50 / p99 (ms) |\n|---|---|---|---|---|")
+        for spec in args.daemon_eval:
+            label, f = spec.split("=", 1)
+            de = json.loads(Path(f).read_text())
+            L.append(f"| {label} | {de['exact_match']:.3f} | {de['edit_similarity']:.3f} | "
+                     f"{de['empty_completions']:.1%} | {de['latency_ms_p50']:.0f} / {de['latency_ms_p99']:.0f} |")
     sp = ev["speculative"]
     L.append(f"\nSpeculative decoding (greedy verification, draft proposes k={sp['k']} tokens, over the "
              f"target's 24-token greedy continuations of the first {sp['prompts']} prompts): "
@@ -198,21 +254,29 @@ def main():
              f"{ev['target'].get('empty_completions', float('nan')):.1%}, draft "
              f"{ev['draft'].get('empty_completions', float('nan')):.1%} of the samples.\n")
     L.append("## Limitations\n")
-    L.append("- Tiny and briefly trained: a first baseline. Completions are often syntactically plausible "
-             "but wrong; multi-line and semantic completions are beyond it.")
-    L.append("- Trained on standard-library and library code (Python, Go, C++ Boost headers, "
-             "TypeScript/JavaScript); other languages and application code are out of distribution. "
-             "Rust was not included (no Rust sources were on the machine from a package).")
+    L.append("- Tiny and briefly trained. Completions are often syntactically plausible but wrong; "
+             "multi-line and semantic completions are beyond it.")
+    langs = sorted({s["lang"] for s in manifest["sources"]})
+    L.append(f"- Trained on standard-library and library code ({', '.join(langs)}); other languages and "
+             f"application code are out of distribution.")
     L.append(f"- Context {t['ctx']} tokens; longer prompts must be cut by the client.")
     L.append("")
     L.append("## License\n")
     L.append(f"Weights: {LICENSE} (`general.license`). The training data are the permissively licensed "
-             f"sources listed above (PSF-2.0, BSD-3-Clause, BSL-1.0, Apache-2.0, MIT); the models "
+             f"sources listed above ({', '.join(sorted({s['license'] for s in manifest['sources']}))}); the models "
              f"contain no verbatim copy of them beyond what a language model memorizes.\n")
     L.append("## Reproducing and extending\n")
-    L.append(f"`tools/train/setup` (Debian packages), then `tools/train/run --total-tokens {last['tokens']} "
-             f"--ship` repeats this run with the same seed and data (see `tools/train/README.md`). "
-             f"Longer runs resume from checkpoints under `~/.cache/ghostline-train/runs/`.")
+    opts = ""
+    if cfg.get("init_gguf"):
+        opts = (" --tokenizer-from PREVIOUS/ghostline-code.gguf --init-gguf PREVIOUS/ghostline-code.gguf "
+                "PREVIOUS/ghostline-code-draft.gguf")
+    for key, flag in (("lr", "--lr"), ("fim_rate", "--fim-rate"), ("span_rate", "--span-rate")):
+        if key in a:
+            opts += f" {flag} {a[key]:g}"
+    L.append(f"`tools/train/setup` (Debian packages), then `tools/train/run --run {args.run} --total-tokens "
+             f"{last['tokens']}{opts} --ship` repeats this run with the same seed and data (PREVIOUS: the "
+             f"models these replace, from git history; see `tools/train/README.md`). Longer runs resume "
+             f"from checkpoints under `~/.cache/ghostline-train/runs/`.")
     (out / "README.md").write_text("\n".join(L) + "\n")
 
 

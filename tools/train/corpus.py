@@ -23,12 +23,47 @@ NPM_PACKAGES = [
     ("lodash", "4.17.21", "MIT", ["."], (".js",)),
     ("zod", "3.23.8", "MIT", ["lib"], (".js", ".ts")),
     ("immer", "10.1.1", "MIT", ["src"], (".ts",)),
+    ("three", "0.160.0", "MIT", ["src"], (".js",)),
+    ("moment", "2.30.1", "MIT", ["src"], (".js",)),
+    ("ramda", "0.30.1", "MIT", ["src"], (".js",)),
+    ("axios", "1.7.7", "MIT", ["lib"], (".js",)),
+    ("express", "4.21.0", "MIT", ["lib"], (".js",)),
+    ("mobx", "6.13.2", "MIT", ["src"], (".ts",)),
+    ("@reduxjs/toolkit", "2.2.7", "MIT", ["src"], (".ts",)),
+]
+
+# Python packages that Debian installs (python3-torch and python3-numpy with the trainer, the rest
+# with the base system); the license is the one in /usr/share/doc/<package>/copyright.
+# Vendored third-party copies (_vendor) are skipped.
+PY_PACKAGES = [
+    ("torch", "BSD-3-Clause", "python3-torch"),
+    ("numpy", "BSD-3-Clause", "python3-numpy"),
+    ("pygments", "BSD-2-Clause", "python3-pygments"),
+    ("setuptools", "MIT", "python3-setuptools"),
+    ("pip", "MIT", "python3-pip"),
+    ("pyparsing", "MIT", "python3-pyparsing"),
+    ("oauthlib", "BSD-3-Clause", "python3-oauthlib"),
+    ("yaml", "MIT", "python3-yaml"),
+    ("pyflakes", "MIT", "pyflakes3"),
+    ("httplib2", "MIT", "python3-httplib2"),
+    ("jwt", "MIT", "python3-jwt"),
+]
+
+# C and C++ headers from Debian -dev packages with permissive licenses (tools/train/setup).
+CPP_HEADERS = [
+    ("nlohmann", "MIT", "nlohmann-json3-dev"),
+    ("fmt", "MIT", "libfmt-dev"),
+    ("spdlog", "MIT", "libspdlog-dev"),
+    ("gtest", "BSD-3-Clause", "libgtest-dev"),
+    ("gmock", "BSD-3-Clause", "libgmock-dev"),
+    ("benchmark", "Apache-2.0", "libbenchmark-dev"),
+    ("catch2", "BSL-1.0", "catch2"),
 ]
 
 
 def debian_sources():
     go_root = sorted(Path("/usr/share").glob("go-1.*/src"))
-    return [
+    out = [
         dict(name="python-stdlib", lang="python", license="PSF-2.0",
              origin="Debian python3.11 (/usr/lib/python3.11)",
              roots=[Path("/usr/lib/python3.11")], exts=(".py",),
@@ -40,20 +75,43 @@ def debian_sources():
              origin="Debian libboost1.74-dev (/usr/include/boost)",
              roots=[Path("/usr/include/boost")], exts=(".hpp", ".ipp", ".h"), skip_dirs={"preprocessed"}),
     ]
+    for name, lic, pkg in PY_PACKAGES:
+        root = Path("/usr/lib/python3/dist-packages") / name
+        if root.is_dir():
+            out.append(dict(name=f"py-{name}", lang="python", license=lic, origin=f"Debian {pkg} ({root})",
+                            roots=[root], exts=(".py",), skip_dirs={"__pycache__", "_vendor"}))
+        else:
+            print(f"corpus: {root} missing, skipped", file=sys.stderr)
+    for name, lic, pkg in CPP_HEADERS:
+        root = Path("/usr/include") / name
+        if root.is_dir():
+            out.append(dict(name=f"cpp-{name}", lang="cpp", license=lic, origin=f"Debian {pkg} ({root})",
+                            roots=[root], exts=(".hpp", ".h", ".ipp", ".inl"), skip_dirs=set()))
+        else:
+            print(f"corpus: {root} missing, skipped", file=sys.stderr)
+    rust = sorted(Path("/usr/src").glob("rustc-*/library"))
+    if rust:
+        out.append(dict(name="rust-std", lang="rust", license="MIT OR Apache-2.0",
+                        origin=f"Debian rust-src ({rust[-1]})", roots=rust[-1:], exts=(".rs",),
+                        skip_dirs={"tests", "benches", "stdarch", "backtrace", "portable-simd"}))
+    else:
+        print("corpus: rust-src missing, skipped", file=sys.stderr)
+    return out
 
 
 def npm_sources(npm_dir: Path):
     out = []
     npm_dir.mkdir(parents=True, exist_ok=True)
     for name, version, lic, subdirs, exts in NPM_PACKAGES:
-        pkg = npm_dir / f"{name}-{version}" / "package"
+        flat = name.lstrip("@").replace("/", "-")  # npm pack's file name for scoped packages
+        pkg = npm_dir / f"{flat}-{version}" / "package"
         if not pkg.exists():
             subprocess.run(["npm", "pack", "--silent", f"{name}@{version}"], cwd=npm_dir, check=True,
                            stdout=subprocess.DEVNULL)
-            (npm_dir / f"{name}-{version}").mkdir(exist_ok=True)
-            subprocess.run(["tar", "xzf", f"{name}-{version}.tgz", "-C", f"{name}-{version}"],
+            (npm_dir / f"{flat}-{version}").mkdir(exist_ok=True)
+            subprocess.run(["tar", "xzf", f"{flat}-{version}.tgz", "-C", f"{flat}-{version}"],
                            cwd=npm_dir, check=True)
-        out.append(dict(name=f"npm-{name}", lang="ts" if ".ts" in exts else "js", license=lic,
+        out.append(dict(name=f"npm-{flat}", lang="ts" if ".ts" in exts else "js", license=lic,
                         origin=f"npm {name}@{version}", roots=[pkg / s for s in subdirs],
                         exts=exts, skip_dirs={"node_modules"}))
     return out

@@ -64,13 +64,14 @@ class DocSampler:
 
 
 class RowBuilder:
-    def __init__(self, tok, docs, ctx, fim_rate=0.5, spm_rate=0.5):
+    def __init__(self, tok, docs, ctx, fim_rate=0.5, spm_rate=0.5, span_rate=0.5):
         self.tok = tok
         self.sampler = DocSampler(docs)
         self.docs = docs
         self.ctx = ctx
         self.fim_rate = fim_rate
         self.spm_rate = spm_rate
+        self.span_rate = span_rate  # share of FIM samples whose middle is a random span, not line-based
         s = tok.special
         self.PRE, self.SUF, self.MID = s["<|fim_prefix|>"], s["<|fim_suffix|>"], s["<|fim_middle|>"]
         self.EOT, self.SEP = s["<|endoftext|>"], s["<|file_sep|>"]
@@ -99,7 +100,8 @@ class RowBuilder:
         if len(text) < 20:
             return None
         mode = rng.random()
-        if mode < 0.5:
+        line_rate = 1.0 - self.span_rate
+        if mode < line_rate:
             # Cursor inside a line; the middle is the rest of that line (+ sometimes more lines).
             nl = [i for i, ch in enumerate(text) if ch == "\n"]
             if not nl:
@@ -108,7 +110,7 @@ class RowBuilder:
             line_start = nl[k - 1] + 1 if k > 0 else 0
             line_end = nl[k]
             a = int(rng.integers(line_start, line_end + 1))
-            extra = 0 if mode < 0.35 else int(rng.integers(1, 5))
+            extra = 0 if mode < 0.7 * line_rate else int(rng.integers(1, 5))
             b = nl[min(k + extra, len(nl) - 1)]
         else:
             a, b = sorted(int(x) for x in rng.integers(0, len(text) + 1, size=2))

@@ -130,7 +130,7 @@ def main():
     ap.add_argument("--draft-type", choices=["f16", "q8_0"], default="f16")
     args = ap.parse_args()
     tok = Tokenizer.load(Path(args.workdir) / "tokenizer.json")
-    st = torch.load(args.ckpt)
+    st = torch.load(args.ckpt, map_location="cpu")
     meta = st["meta"]
     qt = {"f16": GGML_F16, "q8_0": GGML_Q8_0}
     out = Path(args.out)

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Unit tests for the training recipe: /usr/bin/python3 -m unittest tools/train/test_recipe.py"""
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -144,6 +146,80 @@ class DataTest(unittest.TestCase):
             self.assertIn(sample[0], (s["<|fim_prefix|>"], s["<|fim_suffix|>"]))
             self.assertLessEqual(len(sample), 200)
         self.assertGreater(fim_rows, 0)
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def tiny_workdir(d):
+    """A work directory with a tiny corpus and tokenizer, as corpus.py and tokenizer.py lay it out."""
+    import json
+    work = Path(d)
+    (work / "data").mkdir(parents=True)
+    small_tokenizer().save(work / "tokenizer.json")
+    with open(work / "data" / "corpus.jsonl", "w") as f:
+        for i in range(8):
+            text = "def f%d(x):\n    return x * %d\n\nfor i in range(10):\n    f%d(i)\n" % (i, i, i) * 8
+            f.write(json.dumps(dict(source="t", lang="python", path=f"f{i}.py", sha256=str(i),
+                                    split="heldout" if i < 2 else "train", text=text)) + "\n")
+    (work / "data" / "manifest.json").write_text("{}")
+    return work
+
+
+class RecipeRunTest(unittest.TestCase):
+    """The trainer's device path (autocast, device transfers, compile switch, map_location) on the CPU,
+    as a GPU run takes it with --device cuda: a few steps, a resume, an export, a split and a join."""
+
+    def run_py(self, *args):
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        r = subprocess.run([sys.executable, str(HERE / args[0]), *args[1:]], capture_output=True, text=True,
+                           env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout + r.stderr
+
+    def test_tiny_run_resume_export_split(self):
+        with tempfile.TemporaryDirectory() as d:
+            work = tiny_workdir(Path(d) / "w")
+            common = ["--workdir", str(work), "--run", "tiny", "--ctx", "32", "--batch", "2", "--threads", "1",
+                      "--device", "cpu", "--bf16", "on", "--compile", "on", "--target", "32,2,2,1,64",
+                      "--draft", "32,1,1,1,32", "--warmup", "2", "--ckpt-every", "2", "--val-every", "2"]
+            log = self.run_py("train.py", *common, "--total-tokens", str(4 * 2 * 32))
+            self.assertIn("device cpu, bf16 autocast on", log)
+            self.assertIn("step 4/4", log)
+            run = work / "runs" / "tiny"
+            self.assertTrue((run / "DONE").exists() and (run / "ckpt-predecay.pt").exists())
+            (run / "DONE").unlink()
+            log = self.run_py("train.py", *common, "--total-tokens", str(4 * 2 * 32), "--resume")
+            self.assertIn("resumed from", log)
+            self.assertIn("done: 4 steps", log)  # the end of a decayed run does not move
+            # extending: from the weights before the decay, with a larger budget
+            ext = [a if a != "tiny" else "tiny2" for a in common]
+            log = self.run_py("train.py", *ext, "--total-tokens", str(6 * 2 * 32),
+                              "--init-from", str(run / "ckpt-predecay.pt"))
+            self.assertIn("step 6/6", log)
+            out = Path(d) / "export"
+            self.run_py("export.py", "--workdir", str(work), "--ckpt", str(run / "ckpt.pt"), "--out", str(out),
+                        "--target-type", "q8_0", "--draft-type", "q8_0")
+            gguf = out / "ghostline-code.gguf"
+            self.assertEqual(GGUFReader(gguf).meta["llama.block_count"], 2)
+            # weights come back from an offline machine in parts of at most N MiB
+            sys.path.insert(0, str(HERE))
+            import pack
+            whole = gguf.read_bytes()
+            idx = pack.split(gguf, max_mib=8 / 1024)  # 8 KiB parts
+            parts = json.loads(idx.read_text())["parts"]
+            self.assertGreater(len(parts), 1)
+            self.assertTrue(all(p["bytes"] <= 8192 for p in parts))
+            gguf.unlink()
+            pack.join(idx)
+            self.assertEqual(gguf.read_bytes(), whole)
+            # the corpus travels as one compressed shard
+            shard = Path(d) / "corpus.tar.xz"
+            pack.corpus_pack(work, shard, preset=1)
+            other = Path(d) / "w2"
+            pack.corpus_unpack(shard, other)
+            for rel in pack.CORPUS_FILES:
+                self.assertEqual((other / rel).read_bytes(), (work / rel).read_bytes(), rel)
 
 
 if __name__ == "__main__":

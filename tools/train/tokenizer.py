@@ -201,8 +201,19 @@ def main():
     ap.add_argument("--vocab-size", type=int, default=8192, help="total, including specials")
     ap.add_argument("--sample-mb", type=float, default=16.0)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--from-gguf", default=None,
+                    help="take the merges of an existing GGUF model instead of training: a new model "
+                         "keeps the vocabulary (and per-token perplexities stay comparable)")
     args = ap.parse_args()
     work = Path(args.workdir)
+    if args.from_gguf:
+        from gguf_writer import GGUFReader
+        m = GGUFReader(args.from_gguf).meta
+        tok = Tokenizer([tuple(s.split(" ")) for s in m["tokenizer.ggml.merges"]])
+        assert tok.tokens == m["tokenizer.ggml.tokens"], "GGUF vocabulary does not match its merges"
+        tok.save(work / "tokenizer.json")
+        print(f"bpe: vocab {tok.vocab_size} taken from {args.from_gguf}", file=sys.stderr)
+        return
     docs = [json.loads(l) for l in open(work / "data" / "corpus.jsonl", encoding="utf-8")]
     train = [d for d in docs if d["split"] == "train"]
     # Balanced sample: equal byte budget per language, files chosen by seed.
