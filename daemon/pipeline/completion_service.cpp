@@ -211,7 +211,7 @@ class EngineCompleter : public lsp::Completer {
     if (draft_) longest = std::min(longest, draft_->max_sequence_tokens());
     const int room = longest - q.max_tokens - 8;
     limits.max_prefix_tokens =
-        std::min(limits.max_prefix_tokens, std::max(16, room - limits.max_suffix_tokens - limits.max_far_suffix_tokens));
+        std::min(limits.max_prefix_tokens, std::max(16, room - prompts_->max_suffix_tokens(limits)));
     q.prompt = prompts_->build(request.text, request.cursor, limits);
     q.match = target_->match(q.prompt.tokens, use_cache());
 

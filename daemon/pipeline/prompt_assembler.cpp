@@ -165,6 +165,18 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
   return p;
 }
 
+int PromptAssembler::max_suffix_tokens(const PromptLimits& limits) const {
+  switch (mode_) {
+    case FimMode::PrefixOnly:
+      return 0;
+    case FimMode::Spm:
+      return limits.max_suffix_tokens;
+    case FimMode::Psm:
+      return limits.max_local_suffix_tokens + (fim_.file_sep >= 0 ? limits.max_far_suffix_tokens : 0);
+  }
+  return limits.max_suffix_tokens;
+}
+
 // Suffix: from the cursor to a line end past the budget, its end on the grid too.
 std::vector<int32_t> PromptAssembler::suffix_tokens(std::string_view text, size_t cursor, int max_tokens,
                                                     Prompt& p) {

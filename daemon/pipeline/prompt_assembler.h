@@ -53,6 +53,9 @@ class PromptAssembler {
   Prompt build(std::string_view text, size_t cursor, const PromptLimits& limits);
 
   FimMode mode() const { return mode_; }
+  // The most prompt tokens that text after the cursor takes under `limits` in this assembler's
+  // template (the rest of the context is the prefix's).
+  int max_suffix_tokens(const PromptLimits& limits) const;
   const FimTokens& fim() const { return fim_; }
 
  private:

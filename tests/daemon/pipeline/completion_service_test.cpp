@@ -94,6 +94,19 @@ TEST(CompletionService, CacheHitsOnAModelDeclaringA32kContext) {
   std::filesystem::remove(path);
 }
 
+// The shipped model has a 512-token context: a small file still fits in its prompt whole,
+// whatever room the template reserves for suffixes it does not use.
+TEST(CompletionService, ASmallFileFitsWholeInTheShippedModelsPrompt) {
+  auto service = make_completion_service(EngineOptions{.model = "models/ghostline-code.gguf", .threads = 1});
+  std::string text = "def primes(limit):\n    sieve = [True] * limit\n    for n in range(2, limit):\n"
+                     "        if sieve[n]:\n            for m in range(n * n, limit, n):\n"
+                     "                sieve[m] = False\n    return [n for n in range(2, limit) if ";
+  lsp::CancelToken never;
+  auto r = service->complete(request_at_end(text), never);
+  EXPECT_FALSE(stats_of(r)["truncated"].get<bool>()) << stats_of(r).dump();
+  EXPECT_GT(stats_of(r)["promptTokens"].get<int>(), 40) << stats_of(r).dump();
+}
+
 TEST(CompletionService, MissingDefaultModelIsNotReady) {
   setenv("GHOSTLINE_MODEL_DIR", "/nonexistent-ghostline-models", 1);
   auto service = make_completion_service(EngineOptions{});
