@@ -31,8 +31,8 @@ std::string default_socket_path() {
   return "/tmp/ghostline-" + std::to_string(::getuid()) + ".sock";
 }
 
-// Starts `ghostline serve --listen ADDR ARGS...` detached from this process and its terminal.
-// Starts the daemon detached (adopted by init); returns its pid, or -1.
+// Starts `ghostline serve --listen ADDR ARGS...` detached from this process and its terminal
+// (adopted by init); returns the daemon's pid, or -1.
 pid_t start_daemon(const std::string& address, const std::vector<std::string>& serve_args,
                    const std::string& log_file) {
   int pid_pipe[2];

@@ -146,6 +146,19 @@ def test_refuses_non_loopback():
     assert r.returncode == 2 and b"tcp:HOST:PORT" in r.stderr, r
 
 
+def test_connect_reports_a_daemon_that_stops_before_listening():
+    # A missing model stops the started daemon at once: connect says so with the log's end
+    # instead of waiting out --wait.
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "g.sock")
+        start = time.monotonic()
+        r = subprocess.run([BINARY, "connect", "unix:" + path, "--wait", "60", "--", "--model", "/nonexistent.gguf"],
+                           capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert r.returncode == 1, r
+        assert time.monotonic() - start < 30, "connect waited for a daemon that had stopped"
+        assert b"stopped before listening" in r.stderr and b"/nonexistent.gguf" in r.stderr, r.stderr
+
+
 def test_connect_starts_and_shares_a_daemon():
     path = os.path.join(TMP, "c.sock")
     clients = []
