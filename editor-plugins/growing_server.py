@@ -18,6 +18,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon_capabilities import frame, read_message  # noqa: E402
+
 FIRST = "grow"
 FULL = "growing ghost text"
 
@@ -32,25 +35,16 @@ def log(entry):
 
 
 def send(msg):
-    body = json.dumps(msg).encode()
     with out_lock:
-        sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        sys.stdout.buffer.write(frame(msg))
         sys.stdout.buffer.flush()
 
 
 def read():
-    length = None
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            break
-        k, _, v = line.partition(b":")
-        if k.lower() == b"content-length":
-            length = int(v)
-    return json.loads(sys.stdin.buffer.read(length))
+    try:
+        return read_message(sys.stdin.buffer)
+    except EOFError:
+        return None
 
 
 def main():

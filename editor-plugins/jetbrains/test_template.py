@@ -26,7 +26,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from daemon_capabilities import stop_daemon  # noqa: E402
+from daemon_capabilities import frame, read_message, stop_daemon  # noqa: E402
 TEMPLATE = os.path.join(HERE, "ghostline-template")
 KNOWN_FILES = {"template.json", "settings.json", "settings.schema.json", "initializationOptions.json",
                "clientSettings.json", "installer.json", "README.md"}
@@ -173,26 +173,6 @@ def check_format():
 
 
 # ---- the template's command against the real daemon ----
-
-def frame(msg):
-    body = json.dumps(msg).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def read_message(stream):
-    length = None
-    while True:
-        line = stream.readline()
-        if not line:
-            raise EOFError("the server closed its stdout")
-        line = line.strip()
-        if not line:
-            break
-        k, _, v = line.partition(b":")
-        if k.lower() == b"content-length":
-            length = int(v)
-    return json.loads(stream.read(length))
-
 
 def check_with_daemon(binary):
     t = load("template.json")
