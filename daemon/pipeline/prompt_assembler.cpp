@@ -121,7 +121,14 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
       // the line), as far as its limit allows; the far suffix goes before the prefix.
       const size_t rest_end = line_start_at_or_after(text, cursor + 1);
       const size_t far_begin = far_suffix_start(text, rest_end);
-      suffix = tokenizer_.encode_continuation(text.substr(cursor, far_begin - cursor));
+      // Only the text the limit can use is tokenized on each keystroke: up to a line end past
+      // its byte budget, or the budget itself on a very long (minified) line.
+      size_t local_end = far_begin;
+      if (const size_t budget = bytes_for(limits.max_local_suffix_tokens); local_end - cursor > budget) {
+        const size_t line_end = line_start_at_or_after(text, cursor + budget);
+        local_end = line_end - cursor <= 4 * budget ? std::min(line_end, far_begin) : cursor + budget;
+      }
+      suffix = tokenizer_.encode_continuation(text.substr(cursor, local_end - cursor));
       ++p.segments_tokenized;
       ++p.segments;
       if (static_cast<int>(suffix.size()) > limits.max_local_suffix_tokens) {
