@@ -1,0 +1,11 @@
+(comment) @comment
+
+[
+  (string_literal)
+  (char_literal)
+  (system_lib_string)
+] @string
+
+; Doxygen: `/** ... */`, `/*! ... */`, `/// ...`, `//! ...`
+((comment) @docstring
+  (#match? @docstring "^(/\\*\\*[^/]|/\\*!|///[^/]|///$|//!)"))
