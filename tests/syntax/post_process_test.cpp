@@ -71,6 +71,71 @@ TEST(FinishCompletion, CutShortEndsAtACleanBoundary) {
   EXPECT_EQ(finish_completion(block, "a = fo", true), "a =");
 }
 
+TEST(CompletionShape, KnowsTheBlockAroundTheCursor) {
+  std::string text = "class A:\n    def f(self):\n        \n\n    def g(self):\n        pass\n";
+  auto shape = shape_at(text, text.find("        \n") + 8);
+  EXPECT_FALSE(shape.single_line);
+  EXPECT_EQ(shape.min_indent, 5);  // deeper than the def that opens the block
+  EXPECT_EQ(shape.base_indent, 8);
+  EXPECT_EQ(shape.previous_line, "def f(self):");
+  EXPECT_EQ(shape.next_line, "def g(self):");
+
+  text = "int main() {\n  return 0;\n}\n";
+  shape = shape_at(text, text.find('{') + 1);  // at the end of a line that opens a block
+  EXPECT_FALSE(shape.single_line);
+  EXPECT_EQ(shape.min_indent, 1);
+  EXPECT_EQ(shape.next_line, "return 0;");
+}
+
+TEST(FinishCompletion, ABlockEndsWhereItsIndentationEnds) {
+  const std::string text = "def f(x):\n    \n";
+  auto shape = shape_at(text, 14);
+  ASSERT_EQ(shape.min_indent, 1);
+  // Blank lines inside the body are kept; the dedent that leaves the function ends it.
+  EXPECT_EQ(finish_completion(shape, "y = x + 1\n\n    return y\n\nprint(f(2))\n"), "y = x + 1\n\n    return y");
+  // Brace languages: the line of the closing brace is not part of the body.
+  const std::string c = "int f(int x) {\n  \n}\n";
+  auto cs = shape_at(c, c.find("  \n") + 2);
+  ASSERT_EQ(cs.min_indent, 1);
+  EXPECT_EQ(finish_completion(cs, "int y = x * 2;\n  return y;\n}\n\nint g() {"), "int y = x * 2;\n  return y;");
+}
+
+TEST(FinishCompletion, ASiblingDefinitionEndsIt) {
+  auto shape = shape_at("import os\n\n", 11);  // top level: no enclosing block
+  ASSERT_FALSE(shape.single_line);
+  EXPECT_EQ(finish_completion(shape, "def a():\n    x = 1\n\n    return x\n\ndef b():\n    pass"),
+            "def a():\n    x = 1\n\n    return x");
+  EXPECT_EQ(finish_completion(shape, "x = 1\ny = 2\n\nz = 3"), "x = 1\ny = 2");
+}
+
+TEST(FinishCompletion, StopsWhereTheCodeAfterTheCursorBegins) {
+  const std::string text = "def f(x):\n    \n    return y\n";
+  auto shape = shape_at(text, 14);
+  EXPECT_EQ(shape.next_line, "return y");
+  EXPECT_EQ(finish_completion(shape, "y = x * 2\n    return y\n"), "y = x * 2");
+}
+
+TEST(FinishCompletion, ReplacesTheClosingBracketsItTypesOver) {
+  auto shape = shape_at("x = f()\n", 6);
+  ASSERT_EQ(shape.rest_of_line, ")");
+  auto done = finish(shape, "a, b) + 1");
+  EXPECT_EQ(done.text, "a, b) + 1");
+  EXPECT_EQ(done.replace_after, 1u);
+  done = finish(shape, "g(a)");  // closes its own bracket only
+  EXPECT_EQ(done.replace_after, 0u);
+  done = finish(shape, "a)");  // the same as what is there: dropped, not replaced
+  EXPECT_EQ(done.text, "a");
+  EXPECT_EQ(done.replace_after, 0u);
+}
+
+TEST(FinishCompletion, DropsARepeatOfThePreviousLine) {
+  const std::string text = "    total += x\n    total\n";
+  auto shape = shape_at(text, text.rfind("total") + 5);
+  EXPECT_EQ(finish_completion(shape, " += x"), "");
+  EXPECT_EQ(finish_completion(shape, " += y"), " += y");
+  EXPECT_EQ(finish_completion(shape, "   \n"), "");
+}
+
 // StopRules sees the text piece by piece and must stop exactly where should_stop, which looks
 // at the whole text each time, first says so.
 TEST(StopRules, AgreesWithShouldStopOnEveryPrefix) {

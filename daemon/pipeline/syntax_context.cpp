@@ -1,0 +1,96 @@
+#include "daemon/pipeline/syntax_context.h"
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "syntax/context_builder.h"
+#include "syntax/language.h"
+
+namespace ghostline::daemon {
+namespace {
+
+// The folder above the part of the path the prompt shows: the repository, most often.
+std::string repo_name(std::string_view uri) {
+  const std::string shown = syntax::prompt_path(uri);
+  if (uri.size() <= shown.size() + 1) return {};
+  std::string_view rest = uri.substr(0, uri.size() - shown.size() - 1);
+  const size_t slash = rest.rfind('/');
+  return std::string(slash == std::string_view::npos ? rest : rest.substr(slash + 1));
+}
+
+// Offset of the start of row `row` in text (its size when there are fewer rows).
+size_t row_start(std::string_view text, uint32_t row) {
+  size_t pos = 0;
+  for (uint32_t r = 0; r < row; ++r) {
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) return text.size();
+    pos = nl + 1;
+  }
+  return pos;
+}
+
+}  // namespace
+
+void SyntaxState::opened(const std::string& key, const std::string& uri, const std::string& language_id,
+                         int64_t version, const std::string& text) {
+  trees_.open(key, language_id, uri, text);
+  docs_[key] = Doc{syntax::prompt_path(uri), repo_name(uri), version};
+  if (cross_file_ && trees_.find(key)) index_.opened(key, docs_[key].path);
+}
+
+void SyntaxState::edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) {
+  auto it = docs_.find(key);
+  if (it == docs_.end()) return;
+  it->second.version = version;
+  if (!trees_.find(key)) return;
+  for (const lsp::DocumentEdit& e : edits) trees_.edit(key, e.begin, e.end, e.new_text);
+  if (cross_file_) index_.edited(key);
+}
+
+void SyntaxState::closed(const std::string& key) {
+  trees_.close(key);
+  index_.closed(key);
+  docs_.erase(key);
+}
+
+std::shared_ptr<const SyntaxAttachment> SyntaxState::attach(const lsp::CompletionRequest& request,
+                                                            const std::string& key) {
+  const auto start = Clock::now();
+  auto it = docs_.find(key);
+  if (it == docs_.end()) return nullptr;
+  auto a = std::make_shared<SyntaxAttachment>();
+  a->version = request.version;
+  a->text_size = request.text.size();
+  a->path = it->second.path;
+  a->repo = it->second.repo;
+  if (const syntax::DocumentTree* tree = trees_.find(key)) {
+    a->tree = trees_.snapshot(key, request.version);
+    a->reparse_ms = tree->last_parse_ms();
+    if (cross_file_ && a->tree && tree->text().size() == request.text.size()) {
+      // The names used in a stretch of rows before the cursor's, its end on a grid.
+      const std::string_view text = request.text;
+      const auto cursor_row = static_cast<uint32_t>(
+          std::count(text.begin(), text.begin() + std::min(request.cursor, text.size()), '\n'));
+      const uint32_t end_row = cursor_row / kNameRowsGrid * kNameRowsGrid;
+      const uint32_t begin_row = end_row > kNameRows ? end_row - kNameRows : 0;
+      const size_t begin = row_start(text, begin_row);
+      const size_t end = end_row == 0 ? 0 : begin + row_start(text.substr(begin), end_row - begin_row);
+      const auto names = syntax::referenced_names(*a->tree, text, begin, end);
+      a->other_files = index_.context_for(key, names, trees_, syntax::CrossFileLimits{});
+    }
+  }
+  a->attach_ms = ms_since(start);
+  return a;
+}
+
+std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::CompletionRequest& request) {
+  const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
+  if (a && a->tree && a->version == request.version && a->text_size == request.text.size()) return a->tree;
+  const syntax::Language* language = a && a->tree ? a->tree->language
+                                                  : syntax::find_language(request.language_id, request.uri);
+  if (!language) return nullptr;
+  syntax::DocumentTree fresh(*language, request.text);
+  return fresh.snapshot(request.version);
+}
+
+}  // namespace ghostline::daemon

@@ -1,0 +1,61 @@
+// The syntax side of the pipeline: the trees of the open documents, kept up to date on the I/O
+// thread from each edit, and what a request takes from them for the engine thread (a copy of
+// its document's tree, snippets from the other documents).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lsp/completer.h"
+#include "syntax/cross_file.h"
+#include "syntax/document_tree.h"
+
+namespace ghostline::daemon {
+
+struct SyntaxAttachment : lsp::RequestAttachment {
+  std::shared_ptr<const syntax::TreeSnapshot> tree;  // null: no grammar for the language
+  int64_t version = 0;
+  size_t text_size = 0;
+  std::string path;                                 // the document, as the prompt names it
+  std::string repo;                                 // the name of the folder it is in
+  std::vector<syntax::FileContext> other_files;     // snippets from the other open documents
+  double reparse_ms = 0;                            // the document's last reparse
+  double attach_ms = 0;                             // time taken here on the I/O thread
+};
+
+class SyntaxState {
+ public:
+  explicit SyntaxState(bool cross_file) : cross_file_(cross_file) {}
+
+  // I/O thread.
+  void opened(const std::string& key, const std::string& uri, const std::string& language_id, int64_t version,
+              const std::string& text);
+  void edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits);
+  void closed(const std::string& key);
+  std::shared_ptr<const SyntaxAttachment> attach(const lsp::CompletionRequest& request, const std::string& key);
+
+  // Engine thread: the tree of exactly request.text: the attached copy when it is of this
+  // version and text, else a fresh parse (prefetched requests, one-shot commands).
+  static std::shared_ptr<const syntax::TreeSnapshot> tree_for(const lsp::CompletionRequest& request);
+
+  // The rows whose names pick the other files' snippets end on this grid, so that the snippets
+  // stay the same while the user types within a stretch of lines.
+  static constexpr uint32_t kNameRowsGrid = 16;
+  static constexpr uint32_t kNameRows = 64;
+
+ private:
+  bool cross_file_;
+  syntax::DocumentTrees trees_;
+  syntax::CrossFileIndex index_;
+  struct Doc {
+    std::string path, repo;
+    int64_t version = 0;
+  };
+  std::unordered_map<std::string, Doc> docs_;
+};
+
+}  // namespace ghostline::daemon
