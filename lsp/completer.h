@@ -4,17 +4,27 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "lsp/cancel_token.h"
+#include "lsp/document_store.h"
 
 namespace ghostline::lsp {
 
 enum class TriggerKind { Invoked = 1, Automatic = 2 };
+
+// What a completer takes from the I/O thread's state as a request is submitted (the syntax tree
+// of the document's version, context from other documents), for its own use on the engine
+// thread. Immutable once attached.
+struct RequestAttachment {
+  virtual ~RequestAttachment() = default;
+};
 
 struct CompletionRequest {
   std::string uri;
@@ -30,6 +40,10 @@ struct CompletionRequest {
   bool has_selected = false;
   size_t selected_begin = 0, selected_end = 0;
   std::string selected_text;
+  // Set by Completer::attach on the I/O thread; may be null (then the completer works from the
+  // text alone). Requests derived from this one (prefetch) keep it: check that it is for this
+  // version and text.
+  std::shared_ptr<const RequestAttachment> attachment;
 };
 
 struct CompletionResult {
@@ -72,6 +86,15 @@ class Completer {
   virtual std::optional<CompletionRequest> follow_up(const CompletionRequest&, const CompletionResult&) {
     return std::nullopt;
   }
+  // The I/O thread tells the completer of the documents the sessions have open, under a key
+  // unique across sessions. Called on the I/O thread: must be cheap (in proportion to the edit).
+  virtual void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
+                               int64_t version, const std::string& text) {}
+  virtual void document_edited(const std::string& key, int64_t version, std::span<const DocumentEdit> edits) {}
+  virtual void document_closed(const std::string& key) {}
+  // I/O thread, as `request` for the document under `key` is submitted: fills
+  // request.attachment.
+  virtual void attach(CompletionRequest& request, const std::string& key) {}
   // The completer's own counters as a serialized JSON object, for `ghostline/stats` (engine
   // thread and I/O thread: must be thread-safe).
   virtual std::string counters_json() const { return "{}"; }

@@ -78,4 +78,11 @@ std::shared_ptr<const TextDocument> DocumentStore::find(const std::string& uri) 
   return it == documents_.end() ? nullptr : it->second;
 }
 
+std::vector<std::string> DocumentStore::uris() const {
+  std::vector<std::string> out;
+  out.reserve(documents_.size());
+  for (const auto& [uri, doc] : documents_) out.push_back(uri);
+  return out;
+}
+
 }  // namespace ghostline::lsp

@@ -52,6 +52,7 @@ class DocumentStore {
   // The document as it is now; requests keep this snapshot while the text changes on.
   std::shared_ptr<const TextDocument> find(const std::string& uri) const;
   size_t size() const { return documents_.size(); }
+  std::vector<std::string> uris() const;
 
  private:
   std::map<std::string, std::shared_ptr<TextDocument>> documents_;

@@ -10,7 +10,7 @@ namespace ghostline::lsp {
 using nlohmann::json;
 
 
-Session::Session(int id, MessageSink& out, Scheduler& scheduler, const Completer& completer,
+Session::Session(int id, MessageSink& out, Scheduler& scheduler, Completer& completer,
                  const ServerOptions& options, Recorder* recorder)
     : id_(id),
       out_(out),
@@ -22,7 +22,9 @@ Session::Session(int id, MessageSink& out, Scheduler& scheduler, const Completer
       decoder_(options.max_message_bytes) {
   // Answers the document's pending request; work the user is typing through is kept.
   documents_.add_listener([this](const std::string& uri, std::span<const DocumentEdit> edits) {
-    scheduler_.document_edited(document_key(uri), edits, documents_.find(uri)->text());
+    const auto doc = documents_.find(uri);
+    completer_.document_edited(document_key(uri), doc->version(), edits);
+    scheduler_.document_edited(document_key(uri), edits, doc->text());
   });
 }
 
@@ -77,6 +79,7 @@ void Session::on_disconnect() {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
+  for (const std::string& uri : documents_.uris()) completer_.document_closed(document_key(uri));
   documents_.clear();
   exited_ = true;
 }
@@ -306,6 +309,7 @@ void Session::on_did_open(const DidOpenTextDocumentParams& params) {
   const TextDocumentItem& doc = params.text_document;
   if (!documents_.open(doc.uri, doc.language_id, doc.version, doc.text))
     spdlog::warn("session {}: didOpen of an open document {}; replaced", id_, doc.uri);
+  completer_.document_opened(document_key(doc.uri), doc.uri, doc.language_id, doc.version, doc.text);
 }
 
 void Session::on_did_change(const DidChangeTextDocumentParams& params) {
@@ -335,6 +339,7 @@ void Session::on_did_close(const TextDocumentParams& params) {
   const std::string& uri = params.text_document.uri;
   scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
   if (!documents_.close(uri)) log_to_client(2, "didClose for " + uri + ", which is not open");
+  else completer_.document_closed(document_key(uri));
 }
 
 // ---- completion ----
@@ -394,6 +399,7 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
     request.selected_end = *e;
     request.selected_text = params.selected->text;
   }
+  completer_.attach(request, document_key(uri));
 
   std::string key = id.dump();
   if (pending_.count(key)) {

@@ -49,7 +49,7 @@ struct ServerOptions {
 
 class Session {
  public:
-  Session(int id, MessageSink& out, Scheduler& scheduler, const Completer& completer,
+  Session(int id, MessageSink& out, Scheduler& scheduler, Completer& completer,
           const ServerOptions& options, Recorder* recorder);
   ~Session();
   Session(const Session&) = delete;
@@ -118,7 +118,7 @@ class Session {
   int id_;
   MessageSink& out_;
   Scheduler& scheduler_;
-  const Completer& completer_;
+  Completer& completer_;
   ServerOptions options_;
   SessionSettings settings_;
   Recorder* recorder_;
