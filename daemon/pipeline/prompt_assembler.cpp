@@ -31,7 +31,16 @@ size_t line_start_at_or_after(std::string_view text, size_t pos) {
 }  // namespace
 
 PromptAssembler::PromptAssembler(const engine::Tokenizer& tokenizer, FimTokens fim, FimMode mode)
-    : tokenizer_(tokenizer), fim_(std::move(fim)), mode_(fim_.pre < 0 ? FimMode::PrefixOnly : mode) {}
+    : tokenizer_(tokenizer),
+      fim_(std::move(fim)),
+      mode_(fim_.pre < 0 ? FimMode::PrefixOnly : mode),
+      repo_context_(fim_.file_sep >= 0) {}
+
+PromptAssembler::PromptAssembler(const engine::Tokenizer& tokenizer, const engine::FimTemplate& fim)
+    : PromptAssembler(tokenizer, fim.tokens, fim.mode) {
+  repo_context_ = fim.repo_context;
+  family_ = fim.family;
+}
 
 // `continuation` is false only for the segment that opens the prefix: a SentencePiece
 // vocabulary puts a space in front of a text, and only there (for byte-level BPE the two are
@@ -68,7 +77,8 @@ void PromptAssembler::append_segments(std::string_view text, bool opens_prefix,
   }
 }
 
-Prompt PromptAssembler::build(std::string_view text, size_t cursor, const PromptLimits& limits) {
+Prompt PromptAssembler::build(std::string_view text, size_t cursor, const PromptLimits& limits,
+                              std::span<const syntax::FileContext> other_files, std::string_view repo) {
   Prompt p;
   p.mode = mode_;
   cursor = std::min(cursor, text.size());
@@ -114,7 +124,7 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
   if (p.mode == FimMode::Spm) {
     suffix = suffix_tokens(text, cursor, limits.max_suffix_tokens, p);
   } else if (p.mode == FimMode::Psm && cursor < text.size()) {
-    if (fim_.file_sep < 0) {
+    if (!repo_context_) {
       suffix = suffix_tokens(text, cursor, limits.max_local_suffix_tokens, p);
     } else {
       // The FIM suffix runs from the cursor to where the far suffix starts (at least the rest of
@@ -142,10 +152,38 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
   p.suffix_tokens = static_cast<int>(suffix.size());
   p.far_suffix_tokens = static_cast<int>(far.size());
 
+  // Other files, each `<file_sep>path\ntext\n`, as many whole ones as the limit holds. Their
+  // order and text change only when the context chosen changes, not while the user types.
+  std::vector<int32_t> files;
+  if (repo_context_ && p.mode != FimMode::PrefixOnly && fim_.file_sep >= 0) {
+    for (const syntax::FileContext& f : other_files) {
+      std::string section = f.path + "\n" + f.text + "\n";
+      const auto& tokens = segment_tokens(section, /*continuation=*/true, &p.segments_tokenized);
+      if (files.size() + tokens.size() + 1 > static_cast<size_t>(std::max(0, limits.max_other_files_tokens))) {
+        p.truncated = true;
+        continue;
+      }
+      files.push_back(fim_.file_sep);
+      files.insert(files.end(), tokens.begin(), tokens.end());
+      ++p.other_files;
+      ++p.segments;
+    }
+    if (!files.empty() && fim_.repo >= 0 && !repo.empty()) {
+      std::vector<int32_t> head{fim_.repo};
+      // Qwen2.5-Coder puts a line break after the name; StarCoder2 the file separator.
+      const auto& name = segment_tokens(std::string(repo) + (family_ == engine::FimFamily::QwenCoder ? "\n" : ""),
+                                        true, &p.segments_tokenized);
+      head.insert(head.end(), name.begin(), name.end());
+      files.insert(files.begin(), head.begin(), head.end());
+    }
+  }
+  p.other_files_tokens = static_cast<int>(files.size());
+
   const FimTokens& fim = fim_;
   auto& t = p.tokens;
-  t.reserve(far.size() + prefix.size() + suffix.size() + 5);
+  t.reserve(files.size() + far.size() + prefix.size() + suffix.size() + 5);
   if (fim.add_bos) t.push_back(fim.bos);
+  t.insert(t.end(), files.begin(), files.end());
   switch (p.mode) {
     case FimMode::PrefixOnly:
       t.insert(t.end(), prefix.begin(), prefix.end());
@@ -177,9 +215,10 @@ int PromptAssembler::max_suffix_tokens(const PromptLimits& limits) const {
     case FimMode::PrefixOnly:
       return 0;
     case FimMode::Spm:
-      return limits.max_suffix_tokens;
+      return limits.max_suffix_tokens + (repo_context_ ? limits.max_other_files_tokens : 0);
     case FimMode::Psm:
-      return limits.max_local_suffix_tokens + (fim_.file_sep >= 0 ? limits.max_far_suffix_tokens : 0);
+      return limits.max_local_suffix_tokens +
+             (repo_context_ ? limits.max_far_suffix_tokens + limits.max_other_files_tokens : 0);
   }
   return limits.max_suffix_tokens;
 }

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/model/fim.h"
+#include "syntax/cross_file.h"
 
 namespace ghostline::engine {
 class Tokenizer;
@@ -29,6 +31,8 @@ struct PromptLimits {
   // does not change it.
   int max_local_suffix_tokens = 20;
   int max_far_suffix_tokens = 256;
+  // Repository-level templates: snippets of other files, before everything else.
+  int max_other_files_tokens = 384;
 };
 
 struct Prompt {
@@ -37,6 +41,8 @@ struct Prompt {
   int prefix_tokens = 0;
   int suffix_tokens = 0;
   int far_suffix_tokens = 0;  // PSM: suffix text given as earlier context (see PromptLimits)
+  int other_files = 0;        // other files' snippets in the prompt
+  int other_files_tokens = 0;
   bool truncated = false;    // prefix or suffix was cut to fit the limits
   int segments = 0;          // text segments in the prompt
   int segments_tokenized = 0;  // of which were not in the segment cache
@@ -49,8 +55,13 @@ struct Prompt {
 class PromptAssembler {
  public:
   PromptAssembler(const engine::Tokenizer& tokenizer, FimTokens fim, FimMode mode);
+  // With the template's conventions: repository-level context where the family has it.
+  PromptAssembler(const engine::Tokenizer& tokenizer, const engine::FimTemplate& fim);
 
-  Prompt build(std::string_view text, size_t cursor, const PromptLimits& limits);
+  // `other_files`: snippets of other documents, given in a repository-level template (ignored
+  // by the others); `repo`: the repository's name there.
+  Prompt build(std::string_view text, size_t cursor, const PromptLimits& limits,
+               std::span<const syntax::FileContext> other_files = {}, std::string_view repo = {});
 
   FimMode mode() const { return mode_; }
   // The most prompt tokens that text after the cursor takes under `limits` in this assembler's
@@ -76,6 +87,8 @@ class PromptAssembler {
   const engine::Tokenizer& tokenizer_;
   FimTokens fim_;
   FimMode mode_;
+  bool repo_context_;
+  engine::FimFamily family_ = engine::FimFamily::Other;
   std::unordered_map<uint64_t, std::vector<int32_t>> segment_cache_;
 };
 

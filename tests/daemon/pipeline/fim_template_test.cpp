@@ -67,7 +67,7 @@ TEST(FimTemplate, StarCoderHasRepositoryLevelContext) {
   PromptAssembler a(*v.tokenizer, t);
   const Prompt p = a.build(kText, kCursor, PromptLimits{}, kOtherFiles, "demo");
   EXPECT_EQ(render(*v.tokenizer, p.tokens),
-            "<reponame>demo"
+            "<repo_name>demo"
             "<file_sep>util/math.py\ndef mul(a, b):\n    return a * b\n"
             "<fim_prefix>def add(a, b):\n    return <fim_suffix>a + b\n\nprint(add(1, 2))\n<fim_middle>");
 }
