@@ -105,7 +105,15 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
       if (!taken.insert(f.def).second) continue;
       size_t shown_end = 0;
       std::string text = snippet_text(trees.find(*f.key)->text(), *f.def, limits.max_snippet_lines, &shown_end);
-      if (text.empty() || bytes + text.size() + 2 > limits.max_bytes) continue;
+      // What does not fit whole is cut to the lines that do (a signature is worth showing).
+      if (bytes + text.size() + 2 > limits.max_bytes) {
+        const size_t room = limits.max_bytes > bytes + 2 ? limits.max_bytes - bytes - 2 : 0;
+        const size_t nl = room > 0 ? text.rfind('\n', room) : std::string::npos;
+        if (nl == std::string::npos || nl == 0) continue;
+        shown_end -= text.size() - nl;
+        text.resize(nl);
+      }
+      if (text.empty()) continue;
       bytes += text.size() + 2;
       chosen.push_back(Chosen{f.key, f.doc, f.def, std::move(text), shown_end});
     }

@@ -22,6 +22,8 @@ struct Case {
   bool fim = true;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.language_id << ": " << c.code; }
+
 CompletionContext context_of(const Case& c, std::string* text_out = nullptr, bool use_tree = true) {
   std::string text = c.code;
   const size_t cursor = text.find(kCursor);
@@ -70,7 +72,7 @@ const Case kCases[] = {
     {"typescript", "export function isAdmin(u: User): boolean {\n  return u.role === █\n}\n", Decision::SingleLine,
      "\"admin\";\n}", "\"admin\";"},
     // TSX
-    {"typescriptreact", "export function Button(props: Props) {\n  return <button onClick={props.onClick}>{props.lab█}</button>;\n}\n", Decision::None},
+    {"typescriptreact", "export function Button(props: Props) {\n  return <button onClick={props.onClick}>{props.la█bel}</button>;\n}\n", Decision::None},
     {"typescriptreact", "export function List({ items }: Props) {\n  █\n}\n", Decision::MultiLine,
      "const rows = items.map((i) => <li key={i.id}>{i.name}</li>);\n  return <ul>{rows}</ul>;\n}\n",
      "const rows = items.map((i) => <li key={i.id}>{i.name}</li>);\n  return <ul>{rows}</ul>;"},
@@ -122,7 +124,11 @@ TEST_P(ContextBuilderGolden, DecidesAndStops) {
     EXPECT_EQ(finish(ctx.shape, c.generated).text, c.shown) << c.language_id << ": " << c.code;
 }
 
-INSTANTIATE_TEST_SUITE_P(Languages, ContextBuilderGolden, ::testing::ValuesIn(kCases));
+INSTANTIATE_TEST_SUITE_P(Languages, ContextBuilderGolden, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           std::string name = info.param.language_id;
+                           return name + "_" + std::to_string(info.index);
+                         });
 
 TEST(ContextBuilder, EveryLanguageHasACase) {
   for (const Language* language : all_languages()) {
