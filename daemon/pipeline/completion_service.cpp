@@ -13,9 +13,11 @@
 #include "daemon/pipeline/completion_stats.h"
 #include "daemon/pipeline/model_slot.h"
 #include "daemon/pipeline/prompt_assembler.h"
+#include "daemon/pipeline/syntax_context.h"
 #include "engine/model/fim.h"
 #include "engine/speculative.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "syntax/context_builder.h"
 #include "syntax/post_process.h"
 
 namespace ghostline::daemon {
@@ -79,18 +81,30 @@ class EngineCompleter : public lsp::Completer {
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     target_ = std::make_unique<ModelSlot>(path, static_cast<size_t>(options.kv_mib) << 20, threads);
     const engine::Model& model = target_->model();
-    engine::FimTemplate fim = engine::fim_template(model);
-    prompts_ =
-        std::make_unique<PromptAssembler>(model.tokenizer(), std::move(fim.tokens), fim.mode);
+    fim_ = engine::fim_template(model);
+    prompts_ = std::make_unique<PromptAssembler>(model.tokenizer(), fim_);
     if (options.speculation == SpeculationMode::Draft && options.draft.empty())
       throw std::runtime_error("--speculation draft needs a draft model (--draft FILE)");
     if (!options.draft.empty()) load_draft(threads);
     spdlog::info(
-        "loaded {} ({} parameters, {} threads, {} prompts, prefill {:.0f} tokens/s in chunks of "
-        "{}) in {:.0f} ms",
-        path, model.n_params(), threads, engine::fim_mode_name(prompts_->mode()),
+        "loaded {} ({} parameters, {} threads, {} prompts of the {} family, prefill {:.0f} tokens/s in "
+        "chunks of {}) in {:.0f} ms",
+        path, model.n_params(), threads, engine::fim_mode_name(prompts_->mode()), engine::fim_family_name(fim_.family),
         target_->prefill_tokens_per_ms() * 1000, target_->generator().options().chunk_tokens,
         ms_since(start));
+  }
+
+  // The syntax trees of the open documents, on the I/O thread.
+  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
+                       int64_t version, const std::string& text) override {
+    syntax_.opened(key, uri, language_id, version, text);
+  }
+  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
+    syntax_.edited(key, version, edits);
+  }
+  void document_closed(const std::string& key) override { syntax_.closed(key); }
+  void attach(lsp::CompletionRequest& request, const std::string& key) override {
+    request.attachment = syntax_.attach(request, key);
   }
 
   std::string describe() const override {
@@ -110,10 +124,27 @@ class EngineCompleter : public lsp::Completer {
     Request q(request, options_);
     CompletionStats& stats = q.stats;
 
-    const syntax::CompletionShape shape = [&] {
+    const syntax::CompletionContext context = [&] {
       StageTimer t(stats.stages.context);
-      return syntax::shape_at(request.text, request.cursor);
+      return build_context(request);
     }();
+    const syntax::CompletionShape& shape = context.shape;
+    stats.decision = syntax::decision_name(context.decision);
+    stats.decision_reason = context.reason;
+    stats.language = context.language;
+    if (const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get())) {
+      stats.reparse_ms = a->reparse_ms;
+      stats.attach_ms = a->attach_ms;
+    }
+    if (context.decision == syntax::Decision::None) {
+      // Nothing to complete here: no model time at all.
+      lsp::CompletionResult result;
+      result.replace_begin = result.replace_end = request.cursor;
+      stats.total_ms = ms_since(q.start);
+      result.stats = stats.to_json();
+      spdlog::debug("no completion: {}", context.reason);
+      return result;
+    }
     {
       StageTimer t(stats.stages.prompt);
       build_prompt(q);
@@ -142,8 +173,10 @@ class EngineCompleter : public lsp::Completer {
                              r.reason == engine::StopReason::MaxTokens ||
                              r.reason == engine::StopReason::ContextFull;
       stats.generated_text = visible_text(r.tokens);
-      result.insert_text = syntax::finish_completion(shape, stats.generated_text, cut_short);
-      result.replace_begin = result.replace_end = request.cursor;
+      syntax::FinishedCompletion done = syntax::finish(shape, stats.generated_text, cut_short);
+      result.insert_text = std::move(done.text);
+      result.replace_begin = request.cursor;
+      result.replace_end = request.cursor + done.replace_after;
     }
     record(q, r);
     result.steps_after_cancel = r.speculation.steps_after_cancel;
@@ -176,6 +209,19 @@ class EngineCompleter : public lsp::Completer {
   };
 
   bool use_cache() const { return !options_.no_prefix_cache; }
+
+  // Stage 1. An explicit request (the user asked) is always answered.
+  syntax::CompletionContext build_context(const lsp::CompletionRequest& request) const {
+    const auto tree = SyntaxState::tree_for(request);
+    syntax::ContextOptions options;
+    options.fim = prompts_->mode() != engine::FimMode::PrefixOnly;
+    syntax::CompletionContext c = syntax::build_context(tree.get(), request.text, request.cursor, options);
+    if (c.decision == syntax::Decision::None && request.trigger == lsp::TriggerKind::Invoked) {
+      c.decision = c.shape.single_line ? syntax::Decision::SingleLine : syntax::Decision::MultiLine;
+      c.reason = "asked for (" + c.reason + ")";
+    }
+    return c;
+  }
 
   // The text of generated tokens, without control tokens.
   std::string visible_text(std::span<const int32_t> tokens) const {
@@ -212,7 +258,14 @@ class EngineCompleter : public lsp::Completer {
     const int room = longest - q.max_tokens - 8;
     limits.max_prefix_tokens =
         std::min(limits.max_prefix_tokens, std::max(16, room - prompts_->max_suffix_tokens(limits)));
-    q.prompt = prompts_->build(request.text, request.cursor, limits);
+    const auto* syntax = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
+    std::span<const syntax::FileContext> other_files;
+    std::string_view repo;
+    if (syntax) {
+      other_files = syntax->other_files;
+      repo = syntax->repo;
+    }
+    q.prompt = prompts_->build(request.text, request.cursor, limits, other_files, repo);
     q.match = target_->match(q.prompt.tokens, use_cache());
 
     const double prefill_budget_ms = q.deadline_ms * kPrefillShare - ms_since(q.start);
@@ -226,7 +279,7 @@ class EngineCompleter : public lsp::Completer {
           std::max(kMinPrefillTokens, q.prompt.prefix_tokens - (uncached - budget_tokens));
       if (keep_prefix >= q.prompt.prefix_tokens) break;
       limits.max_prefix_tokens = keep_prefix;
-      q.prompt = prompts_->build(request.text, request.cursor, limits);
+      q.prompt = prompts_->build(request.text, request.cursor, limits, other_files, repo);
       q.match = target_->match(q.prompt.tokens, use_cache());
       q.stats.prefill_bound = CompletionStats::PrefillBound{
           .budget_tokens = budget_tokens,
@@ -287,6 +340,8 @@ class EngineCompleter : public lsp::Completer {
     stats.truncated = q.prompt.truncated;
     stats.segments = q.prompt.segments;
     stats.segments_tokenized = q.prompt.segments_tokenized;
+    stats.other_files = q.prompt.other_files;
+    stats.other_files_tokens = q.prompt.other_files_tokens;
     stats.prompt_tokens = r.prompt_tokens;
     stats.matched_tokens = r.reused_tokens;
     stats.prefilled_tokens = r.prefilled_tokens;
@@ -331,7 +386,9 @@ class EngineCompleter : public lsp::Completer {
   std::unique_ptr<ModelSlot> draft_;
   std::unordered_map<std::string, SpeculationState> by_document_;
   std::unordered_map<std::string, std::string> latest_by_language_;
+  engine::FimTemplate fim_;
   std::unique_ptr<PromptAssembler> prompts_;
+  SyntaxState syntax_{/*cross_file=*/true};
 };
 
 }  // namespace

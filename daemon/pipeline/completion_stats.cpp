@@ -4,6 +4,12 @@ namespace ghostline::daemon {
 
 nlohmann::json CompletionStats::to_json() const {
   nlohmann::json j = {
+      {"decision", decision},
+      {"decisionReason", decision_reason},
+      {"language", language},
+      {"syntax", {{"reparseMs", reparse_ms}, {"attachMs", attach_ms}, {"contextMs", stages.context}}},
+      {"otherFiles", other_files},
+      {"otherFilesTokens", other_files_tokens},
       {"promptTokens", prompt_tokens},
       {"matchedTokens", matched_tokens},
       {"prefilledTokens", prefilled_tokens},

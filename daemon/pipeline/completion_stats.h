@@ -22,6 +22,12 @@ struct StageTimes {
 };
 
 struct CompletionStats {
+  std::string decision;         // none, single-line or multi-line (syntax/)
+  std::string decision_reason;
+  std::string language;         // the grammar used; empty: the text alone
+  double reparse_ms = 0;        // the document's last incremental reparse (I/O thread)
+  double attach_ms = 0;         // syntax work on the I/O thread for this request
+  int other_files = 0, other_files_tokens = 0;  // context from other documents in the prompt
   int prompt_tokens = 0;
   int matched_tokens = 0;    // prompt tokens whose KV came from the prefix cache
   int prefilled_tokens = 0;  // prompt tokens computed for this request

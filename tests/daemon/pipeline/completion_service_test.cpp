@@ -107,6 +107,69 @@ TEST(CompletionService, ASmallFileFitsWholeInTheShippedModelsPrompt) {
   EXPECT_GT(stats_of(r)["promptTokens"].get<int>(), 40) << stats_of(r).dump();
 }
 
+// The context stage decides first: where nothing should be completed, no model time is spent,
+// unless the user asked explicitly.
+TEST(CompletionService, NoCompletionInTheMiddleOfAWord) {
+  auto service = make_completion_service(EngineOptions{.model = kModel, .threads = 1});
+  lsp::CompletionRequest r = request_at_end("total = compute(values)\n");
+  r.language_id = "python";
+  r.cursor = r.text.find("pute");
+  lsp::CancelToken never;
+  auto result = service->complete(r, never);
+  EXPECT_TRUE(result.insert_text.empty());
+  EXPECT_EQ(stats_of(result)["decision"], "none") << stats_of(result).dump();
+  EXPECT_EQ(stats_of(result)["language"], "python");
+  EXPECT_EQ(stats_of(result)["promptTokens"], 0);
+  r.trigger = lsp::TriggerKind::Invoked;
+  result = service->complete(r, never);
+  EXPECT_EQ(stats_of(result)["decision"], "single-line") << stats_of(result).dump();
+  EXPECT_GT(stats_of(result)["promptTokens"].get<int>(), 0);
+}
+
+// A model of a repository-level family (the Qwen2.5-Coder vocabulary) gets the definitions of
+// names used near the cursor from the other open documents, and they stay in the cached head
+// of the prompt while the user types.
+TEST(CompletionService, OtherDocumentsDefinitionsReachTheCachedHeadOfThePrompt) {
+  const auto path = std::filesystem::temp_directory_path() / "ghostline-repo-context-test.gguf";
+  engine::write_random_model(path, {.n_embd = 64,
+                                    .n_layer = 1,
+                                    .n_head = 2,
+                                    .n_head_kv = 1,
+                                    .n_ff = 128,
+                                    .n_ctx = 4096,
+                                    .type = engine::GgmlType::Q8_0,
+                                    .vocab_from = "../shared/data/tokenizer/qwen2.5-coder.gguf"});
+  auto service = make_completion_service(EngineOptions{.model = path.string(), .threads = 1, .kv_mib = 16});
+  const std::string util = "def load_config(path):\n    with open(path) as f:\n        return parse(f.read())\n";
+  std::string main = "from util import load_config\n\ndef main():\n    cfg = load_config('a.toml')\n";
+  for (int i = 0; i < 20; ++i) main += "    step_" + std::to_string(i) + "(cfg)\n";
+  main += "    ";
+  service->document_opened("s\nutil", "file:///p/util.py", "python", 1, util);
+  service->document_opened("s\nmain", "file:///p/main.py", "python", 1, main);
+  lsp::CancelToken never;
+  auto ask = [&](const std::string& text, int64_t version) {
+    lsp::CompletionRequest r = request_at_end(text);
+    r.uri = "file:///p/main.py";
+    r.language_id = "python";
+    r.version = version;
+    r.max_tokens = 4;
+    service->attach(r, "s\nmain");
+    return service->complete(r, never);
+  };
+  auto first = ask(main, 1);
+  EXPECT_EQ(stats_of(first)["otherFiles"], 1) << stats_of(first).dump();
+  EXPECT_GT(stats_of(first)["otherFilesTokens"].get<int>(), 10);
+  const lsp::DocumentEdit typed{.uri = "file:///p/main.py", .version = 2, .begin = main.size(), .end = main.size(), .new_text = "r"};
+  service->document_edited("s\nmain", 2, std::span(&typed, 1));
+  auto second = ask(main + "r", 2);
+  const auto& s2 = stats_of(second);
+  EXPECT_EQ(s2["otherFiles"], 1);
+  EXPECT_GE(s2["matchedTokens"].get<int>(), s2["promptTokens"].get<int>() - 24) << s2.dump();
+  service->document_closed("s\nutil");
+  service->document_closed("s\nmain");
+  std::filesystem::remove(path);
+}
+
 TEST(CompletionService, MissingDefaultModelIsNotReady) {
   setenv("GHOSTLINE_MODEL_DIR", "/nonexistent-ghostline-models", 1);
   auto service = make_completion_service(EngineOptions{});
