@@ -4,6 +4,7 @@
 #include "syntax/sample_file.h"
 
 #include <set>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -34,6 +35,24 @@ TEST(Language, EveryQueryOfEveryLanguageCompiles) {
       EXPECT_EQ(lang->query(kind), q) << "compiled once, then reused";
     }
   }
+}
+
+TEST(Language, AQueryThatDoesNotCompileIsALoudError) {
+  const TSLanguage* py = find_language("python")->ts;
+  auto message = [&](std::string_view source) {
+    try {
+      ts_query_delete(compile_query(py, source, "syntax/queries/python/blocks.scm"));
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("compiled");
+  };
+  EXPECT_EQ(message("(block) @block\n(no_such_node) @x"),
+            "syntax/queries/python/blocks.scm:2:2 (byte 16): unknown node type at `no_such_node) @x`");
+  EXPECT_EQ(message("(call nosuchfield: (identifier))"),
+            "syntax/queries/python/blocks.scm:1:7 (byte 6): unknown field at `nosuchfield: (identifier))`");
+  EXPECT_NE(message("((block) @b"), "compiled");
+  EXPECT_EQ(message("(block) @block"), "compiled");
 }
 
 TEST(Language, NamesAndIdsAreUnique) {
