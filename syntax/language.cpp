@@ -126,33 +126,6 @@ std::string_view query_error_name(TSQueryError error) {
   return "unknown error";
 }
 
-std::unique_ptr<TSQuery, QueryDeleter> compile(const Language& lang, QueryKind kind,
-                                               std::string_view source) {
-  uint32_t offset = 0;
-  TSQueryError error = TSQueryErrorNone;
-  TSQuery* q = ts_query_new(lang.ts, source.data(), static_cast<uint32_t>(source.size()),
-                            &offset, &error);
-  if (q) return std::unique_ptr<TSQuery, QueryDeleter>(q);
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i < offset && i < source.size(); ++i) {
-    if (source[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  size_t eol = source.find('\n', offset);
-  std::string_view at = source.substr(std::min<size_t>(offset, source.size()),
-                                      eol == std::string_view::npos ? std::string_view::npos
-                                                                    : eol - offset);
-  throw std::runtime_error("syntax/queries/" + lang.name + "/" +
-                           std::string(query_kind_name(kind)) + ".scm:" + std::to_string(line) +
-                           ":" + std::to_string(column) + " (byte " + std::to_string(offset) +
-                           "): " + std::string(query_error_name(error)) + " at `" +
-                           std::string(at) + "`");
-}
-
 // The registry slot of `lang`: by address for the registry's own objects, else by name.
 LanguageQueries* queries_of(const Language& lang, size_t* index) {
   const auto& reg = registry();
@@ -185,6 +158,29 @@ bool iequals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+TSQuery* compile_query(const TSLanguage* language, std::string_view source, std::string_view file) {
+  uint32_t offset = 0;
+  TSQueryError error = TSQueryErrorNone;
+  TSQuery* q = ts_query_new(language, source.data(), static_cast<uint32_t>(source.size()), &offset,
+                            &error);
+  if (q) return q;
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < source.size(); ++i) {
+    if (source[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  std::string_view at = source.substr(std::min<size_t>(offset, source.size()));
+  at = at.substr(0, at.find('\n'));
+  throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ":" +
+                           std::to_string(column) + " (byte " + std::to_string(offset) +
+                           "): " + std::string(query_error_name(error)) + " at `" +
+                           std::string(at) + "`");
+}
+
 std::string_view query_kind_name(QueryKind kind) {
   switch (kind) {
     case QueryKind::Comments: return "comments";
@@ -204,7 +200,12 @@ const TSQuery* Language::query(QueryKind kind) const {
   auto k = static_cast<size_t>(kind);
   std::call_once(slot->once[k], [&] {
     std::string source = embedded_query(registered.name, kind);
-    if (!source.empty()) slot->compiled[k] = compile(registered, kind, source);
+    if (source.empty()) return;
+    bool inherits = source.size() != embedded_query_file(registered.name, kind).size();
+    std::string file = "syntax/queries/" + registered.name + "/" +
+                       std::string(query_kind_name(kind)) + ".scm" +
+                       (inherits ? " (after the files it inherits)" : "");
+    slot->compiled[k].reset(compile_query(registered.ts, source, file));
   });
   return slot->compiled[k].get();
 }

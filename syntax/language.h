@@ -36,6 +36,11 @@ struct Language {
   const TSQuery* query(QueryKind kind) const;
 };
 
+// Compiles query text against a grammar, as Language::query does for the embedded files. A query
+// that does not compile throws std::runtime_error "<file>:<line>:<column> (byte N): <kind of
+// error> at `<text>`". The caller owns the result (ts_query_delete).
+TSQuery* compile_query(const TSLanguage* language, std::string_view source, std::string_view file);
+
 // By LSP languageId, else by the extension of the uri/path; nullptr: no grammar (plain text).
 const Language* find_language(std::string_view language_id, std::string_view uri = {});
 std::span<const Language* const> all_languages();

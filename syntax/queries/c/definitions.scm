@@ -56,4 +56,8 @@
       (init_declarator
         declarator: (array_declarator
           declarator: (identifier) @name))
+      (init_declarator
+        declarator: (pointer_declarator
+          declarator: (array_declarator
+            declarator: (identifier) @name)))
     ]) @definition.variable)

@@ -1,0 +1,7 @@
+(comment) @comment
+
+(string) @string
+
+; LuaDoc/EmmyLua annotations: comments that open with `---`.
+((comment) @docstring
+  (#match? @docstring "^---"))

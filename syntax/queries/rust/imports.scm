@@ -1,0 +1,4 @@
+[
+  (use_declaration)
+  (extern_crate_declaration)
+] @import
