@@ -22,7 +22,7 @@ int complete_main(std::span<char* const> args) {
   std::string where, log_level = "warn";
   EngineOptions engine;
   int max_tokens = 0, deadline_ms = 0, repeat = 1;
-  bool json_out = false;
+  bool json_out = false, automatic = false;
   ArgParser p("ghostline complete",
               "Prints the completion Ghostline would show at a position of a file, and how long it\n"
               "took. LINE and COL count from 1; COL counts characters. Without :LINE:COL the cursor\n"
@@ -35,6 +35,10 @@ int complete_main(std::span<char* const> args) {
            &deadline_ms);
   p.option("--repeat", "N", "complete N times (the first warms the cache; later ones show reuse)", &repeat);
   p.flag("--json", "print the result and statistics as JSON", &json_out);
+  p.flag("--automatic",
+         "ask as an editor does while the user types: where nothing should be completed (in the middle of a "
+         "word, in a comment or string), nothing is; without it, as when the user asks explicitly",
+         &automatic);
   p.option("--log-level", "LEVEL", "trace, debug, info, warn, error or off", &log_level);
   if (auto exit = p.parse(args)) return *exit;
   try {
@@ -101,7 +105,7 @@ int complete_main(std::span<char* const> args) {
   request.cursor = cursor;
   request.max_tokens = max_tokens;
   request.deadline_ms = deadline_ms;
-  request.trigger = lsp::TriggerKind::Invoked;
+  request.trigger = automatic ? lsp::TriggerKind::Automatic : lsp::TriggerKind::Invoked;
   lsp::CancelToken never;
   for (int i = 0; i < std::max(1, repeat); ++i) {
     lsp::CompletionResult r;
