@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "syntax/context_builder.h"
+#include "syntax/cross_file.h"
 #include "syntax/document_tree.h"
 #include "syntax/language.h"
 
@@ -103,8 +105,16 @@ Stats stats(std::vector<double> ms) {
   return {at(0.50), at(0.99), ms.back()};
 }
 
+// Whether `at` is inside a line's leading indentation (not where a typist types: an edit
+// there re-indents the rest of a Python block).
+bool in_indentation(const std::string& text, size_t at) {
+  if (at >= text.size() || (text[at] != ' ' && text[at] != '\t')) return false;
+  while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) --at;
+  return at == 0 || text[at - 1] == '\n';
+}
+
 void run(const char* language_id, const std::string& text, int edits, uint32_t seed,
-         const std::string& typed) {
+         const std::string& typed, bool anywhere) {
   const syntax::Language* lang = syntax::find_language(language_id);
   if (!lang) {
     std::fprintf(stderr, "no grammar for %s\n", language_id);
@@ -124,6 +134,7 @@ void run(const char* language_id, const std::string& text, int edits, uint32_t s
   }
   for (int i = 0; i < edits; i += 2) {
     size_t at = std::uniform_int_distribution<size_t>(0, doc.text().size())(rng);
+    while (!anywhere && in_indentation(doc.text(), at)) ++at;
     std::string c(1, typed[std::uniform_int_distribution<size_t>(0, typed.size() - 1)(rng)]);
     for (int step = 0; step < 2; ++step) {
       double cpu0 = thread_cpu_ms();
@@ -142,9 +153,47 @@ void run(const char* language_id, const std::string& text, int edits, uint32_t s
               r.max, e.p50, e.p99, e.max);
 }
 
+// The syntax work of one completion request at a random cursor, in this thread's CPU time: on
+// the I/O thread a copy of the tree, the names used in the 64 rows before the cursor's 16-row
+// grid line and their definitions in another open document (as the daemon attaches them); on the
+// engine thread the ContextBuilder's decision. Budget: p99 under 2 ms.
+void context_run(const char* language_id, const std::string& text, int requests, uint32_t seed) {
+  syntax::DocumentTrees trees;
+  syntax::CrossFileIndex index;
+  trees.open("doc", language_id, "file:///p/doc", text);
+  trees.open("other", language_id, "file:///p/other", text);
+  index.opened("doc", "p/doc");
+  index.opened("other", "p/other");
+  std::mt19937 rng(seed);
+  std::vector<double> attach_ms, build_ms;
+  std::vector<size_t> line_starts{0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') line_starts.push_back(i + 1);
+  for (int i = -10; i < requests; ++i) {  // the first ten warm up (and index the other document)
+    const size_t row = std::uniform_int_distribution<size_t>(1, line_starts.size() - 2)(rng);
+    const size_t cursor = line_starts[row + 1] - 1;  // the end of a line, where the user types
+    double cpu0 = thread_cpu_ms();
+    auto tree = trees.snapshot("doc", 1);
+    const size_t end_row = row / 16 * 16, begin_row = end_row > 64 ? end_row - 64 : 0;
+    auto names = syntax::referenced_names(*tree, text, line_starts[begin_row], line_starts[end_row]);
+    auto files = index.context_for("doc", names, trees, syntax::CrossFileLimits{});
+    double cpu1 = thread_cpu_ms();
+    auto context = syntax::build_context(tree.get(), text, cursor, syntax::ContextOptions{.fim = true});
+    double cpu2 = thread_cpu_ms();
+    if (i < 0) continue;
+    attach_ms.push_back(cpu1 - cpu0);
+    build_ms.push_back(cpu2 - cpu1);
+    if (files.empty() && context.decision == syntax::Decision::None) std::printf("%s", "");  // keep both
+  }
+  Stats a = stats(attach_ms), b = stats(build_ms);
+  std::printf("| %-6s | %8d | %9.3f | %6.3f | %6.3f | %11.3f | %6.3f | %6.3f |\n", language_id, requests, a.p50, a.p99,
+              a.max, b.p50, b.p99, b.max);
+}
+
 int main(int argc, char** argv) {
   int edits = 1000, lines = 5000;
   uint32_t seed = 1;
+  bool anywhere = false;
   // What a typist types: mostly letters and digits, some punctuation that opens or closes.
   std::string typed = "abcdefghijklmnopqrstuvwxyz_0123456789 ().,:=+";
   for (int i = 1; i < argc; ++i) {
@@ -154,12 +203,16 @@ int main(int argc, char** argv) {
       lines = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--chars") && i + 1 < argc && argv[i + 1][0]) {
       typed = argv[++i];
+    } else if (!std::strcmp(argv[i], "--anywhere")) {
+      anywhere = true;
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else {
-      std::printf("usage: %s [--edits N] [--lines N] [--seed N] [--chars CHARS]\n"
+      std::printf("usage: %s [--edits N] [--lines N] [--seed N] [--chars CHARS] [--anywhere]\n"
                   "Reparse time after one-character edits (type, then delete) at random places\n"
-                  "of generated Python and C++ files (default: 1000 edits, 5000 lines).\n",
+                  "of generated Python and C++ files (default: 1000 edits, 5000 lines), and the\n"
+                  "syntax work of a completion request. Edits go where a typist types: not into a\n"
+                  "line's leading indentation unless --anywhere.\n",
                   argv[0]);
       return std::strcmp(argv[i], "--help") ? 2 : 0;
     }
@@ -172,8 +225,13 @@ int main(int argc, char** argv) {
               "| edit cpu ms p50 |    p99 |    max |\n");
   std::printf("|--------|------:|--------:|--------------:|------:|---------------:|-------:|-------:"
               "|----------------:|-------:|-------:|\n");
-  run("python", python_file(lines), edits, seed, typed);
-  run("cpp", cpp_file(lines), edits, seed, typed);
+  run("python", python_file(lines), edits, seed, typed, anywhere);
+  run("cpp", cpp_file(lines), edits, seed, typed, anywhere);
+  std::printf("\nSyntax work per completion request (CPU ms):\n\n");
+  std::printf("| lang   | requests | attach p50 |    p99 |    max | context p50 |    p99 |    max |\n");
+  std::printf("|--------|---------:|-----------:|-------:|-------:|------------:|-------:|-------:|\n");
+  context_run("python", python_file(lines), edits / 2, seed);
+  context_run("cpp", cpp_file(lines), edits / 2, seed);
   return 0;
 }
 
