@@ -34,13 +34,17 @@ def run(a, serve_args, label):
                              "initializationOptions": {"debounceMs": 0}})
     d.notify("initialized", {})
     uri = "file:///bench" + a.file[a.file.rfind("."):]
+    for k, other in enumerate(a.other):
+        d.notify("textDocument/didOpen", {"textDocument": {
+            "uri": "file:///other%d/%s" % (k, os.path.basename(other)), "languageId": "python", "version": 1,
+            "text": open(other, encoding="utf-8").read()}})
     d.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": doc}})
     col, version, rows = len(indent.encode()), 1, []
     typed = a.typed
     steps = [typed[i:i + a.chars] for i in range(0, len(typed), a.chars)][: a.steps]
     print("\n%s (%s)" % (label, " ".join(serve_args) or "defaults"))
-    print("| step | typed | prompt | prefilled | prefill ms | decode ms/token | tokens | total ms |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| step | typed | prompt | other files' tokens | prefilled | prefill ms | decode ms/token | tokens | total ms |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for i, piece in enumerate([""] + steps):
         if piece:
             version += 1
@@ -60,8 +64,9 @@ def run(a, serve_args, label):
         per_token = s.get("decodeMs", 0) / (gen - 1) if gen > 1 else float("nan")
         rows.append({"prefilled": s["prefilledTokens"], "prefill": s["prefillMs"], "per_token": per_token,
                      "total": total, "tokens": gen})
-        print("| %d | %s | %d | %d | %.0f | %.1f | %d | %.0f |" % (
-            i, json.dumps(piece), s["promptTokens"], s["prefilledTokens"], s["prefillMs"], per_token, gen, total))
+        print("| %d | %s | %d | %d | %d | %.0f | %.1f | %d | %.0f |" % (
+            i, json.dumps(piece), s["promptTokens"], s.get("otherFilesTokens", 0), s["prefilledTokens"], s["prefillMs"],
+            per_token, gen, total))
         sys.stdout.flush()
     d.request("shutdown", None)
     d.notify("exit", None)
@@ -88,6 +93,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--deadline-ms", type=int, default=600000, help="raised so that completions run to the limit")
     ap.add_argument("--no-baseline", action="store_true", help="skip the run without the prefix cache")
+    ap.add_argument("--other", action="append", default=[],
+                    help="another file opened first (repeatable): its definitions may be given as context")
     a = ap.parse_args()
     run(a, [], "with the prefix cache")
     if not a.no_baseline:
