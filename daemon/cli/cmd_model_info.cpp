@@ -8,6 +8,7 @@
 #include "daemon/cli/model_command.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
+#include "engine/model/fim.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::daemon {
@@ -96,9 +97,15 @@ int model_info_main(std::span<char* const> args) {
       }
     std::printf("%s\n", any ? "" : " none");
     std::printf("add bos:       %s\n", s.add_bos ? "yes" : "no");
-    std::printf("fim:           %s\n", s.fim_pre && s.fim_suf && s.fim_mid
-                                           ? "yes (prefix, suffix and middle tokens present)"
-                                           : "no (fill-in-the-middle tokens missing)");
+    const bool spm = file->has("ghostline.fim.spm_template");
+    const auto fim = engine::fim_template(
+        *tok, spm, spm || file->has("ghostline.fim.psm_template"));
+    if (fim.mode == engine::FimMode::PrefixOnly)
+      std::printf("fim:           no (fill-in-the-middle tokens missing): prefix-only prompts\n");
+    else
+      std::printf("fim:           %s prompts of the %s family%s\n", engine::fim_mode_name(fim.mode),
+                  engine::fim_family_name(fim.family),
+                  fim.repo_context ? ", with other files as repository-level context" : "");
   }
 
   // One line per kind of problem: a file that repeats one on every layer reads as one line.
