@@ -84,6 +84,37 @@ std::vector<size_t> unmatched_closers(std::string_view s) {
   return unmatched;
 }
 
+// The lines after the first indented as the document is: tabs for every 4 columns where it
+// uses tabs, spaces where it uses spaces.
+std::string reindent(const CompletionShape& shape, std::string_view g) {
+  std::string out;
+  out.reserve(g.size());
+  size_t pos = 0;
+  bool first = true;
+  while (pos <= g.size()) {
+    const size_t nl = std::min(g.find('\n', pos), g.size());
+    std::string_view line = g.substr(pos, nl - pos);
+    if (!first && shape.indent_tabs >= 0) {
+      size_t lead = 0;
+      while (lead < line.size() && (line[lead] == ' ' || line[lead] == '\t')) ++lead;
+      const std::string_view indentation = line.substr(0, lead);
+      const bool wrong = shape.indent_tabs ? indentation.find(' ') != std::string_view::npos
+                                           : indentation.find('\t') != std::string_view::npos;
+      if (wrong) {
+        const int cols = indent_columns(indentation);
+        out += shape.indent_tabs ? std::string(cols / 4, '\t') + std::string(cols % 4, ' ') : std::string(cols, ' ');
+        line.remove_prefix(lead);
+      }
+    }
+    out += line;
+    if (nl == g.size()) break;
+    out += '\n';
+    pos = nl + 1;
+    first = false;
+  }
+  return out;
+}
+
 }  // namespace
 
 int indent_columns(std::string_view line) {
@@ -118,6 +149,8 @@ CompletionShape shape_at(std::string_view text, size_t cursor) {
     end = begin;
   }
   shape.previous_line = std::string(trim(previous));
+  if (!previous.empty() && (previous.front() == '\t' || previous.front() == ' '))
+    shape.indent_tabs = previous.front() == '\t' ? 1 : 0;
   for (size_t begin = line_end + 1; begin < text.size();) {
     size_t end = std::min(text.find('\n', begin), text.size());
     std::string_view line = text.substr(begin, end - begin);
@@ -248,7 +281,7 @@ FinishedCompletion finish(const CompletionShape& shape, std::string_view generat
       g = {};
   }
   if (blank(g) || trim(g).empty()) g = {};
-  out.text = std::string(g);
+  out.text = reindent(shape, g);
   if (out.text.empty()) out.replace_after = 0;
   return out;
 }

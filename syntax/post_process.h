@@ -29,6 +29,9 @@ struct CompletionShape {
   // completion that only repeats the previous line is dropped.
   std::string line_before_cursor;
   std::string previous_line;
+  // How the document indents, from the lines before the cursor: 1 with tabs, 0 with spaces,
+  // -1 unknown. The lines of a block are indented the same way.
+  int indent_tabs = -1;
 };
 
 // The shape from the text alone: the rest of one line when the cursor's line has text, a

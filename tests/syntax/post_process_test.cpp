@@ -136,6 +136,17 @@ TEST(FinishCompletion, DropsARepeatOfThePreviousLine) {
   EXPECT_EQ(finish_completion(shape, "   \n"), "");
 }
 
+TEST(FinishCompletion, IndentsTheBlockAsTheDocumentDoes) {
+  const std::string tabs = "func f() {\n\tx := 1\n\t\n}\n";
+  auto shape = shape_at(tabs, tabs.find("\t\n") + 1);
+  EXPECT_EQ(shape.indent_tabs, 1);
+  EXPECT_EQ(finish_completion(shape, "if x > 0 {\n        x--\n\t}"), "if x > 0 {\n\t\tx--\n\t}");
+  const std::string spaces = "def f():\n    x = 1\n    \n";
+  shape = shape_at(spaces, spaces.find("    \n") + 4);
+  EXPECT_EQ(shape.indent_tabs, 0);
+  EXPECT_EQ(finish_completion(shape, "if x:\n\t\tx -= 1"), "if x:\n        x -= 1");
+}
+
 // StopRules sees the text piece by piece and must stop exactly where should_stop, which looks
 // at the whole text each time, first says so.
 TEST(StopRules, AgreesWithShouldStopOnEveryPrefix) {
