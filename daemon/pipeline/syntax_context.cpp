@@ -86,8 +86,10 @@ std::shared_ptr<const SyntaxAttachment> SyntaxState::attach(const lsp::Completio
 std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::CompletionRequest& request) {
   const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
   if (a && a->tree && a->version == request.version && a->text_size == request.text.size()) return a->tree;
-  const syntax::Language* language = a && a->tree ? a->tree->language
-                                                  : syntax::find_language(request.language_id, request.uri);
+  // A request derived from an attached one (a prefetch of the state after accepting a
+  // completion) decides from its text: a fresh parse of a big file would hold the engine thread.
+  if (a) return nullptr;
+  const syntax::Language* language = syntax::find_language(request.language_id, request.uri);
   if (!language) return nullptr;
   syntax::DocumentTree fresh(*language, request.text);
   return fresh.snapshot(request.version);

@@ -39,7 +39,8 @@ class SyntaxState {
   std::shared_ptr<const SyntaxAttachment> attach(const lsp::CompletionRequest& request, const std::string& key);
 
   // Engine thread: the tree of exactly request.text: the attached copy when it is of this
-  // version and text, else a fresh parse (prefetched requests, one-shot commands).
+  // version and text; none for a request derived from an attached one (prefetch); a fresh parse
+  // for a request that never had one (one-shot commands).
   static std::shared_ptr<const syntax::TreeSnapshot> tree_for(const lsp::CompletionRequest& request);
 
   // The rows whose names pick the other files' snippets end on this grid, so that the snippets
