@@ -30,7 +30,7 @@ int make_model_main(std::span<char* const> args) {
                 "multiple of 256 fall back as llama-quantize's do (Q4_K to Q5_0, Q6_K to Q8_0, "
                 "others to IQ4_NL)",
                 &type);
-  parser.option("--arch", "ARCH", "qwen2 or llama", &spec.arch);
+  parser.option("--arch", "ARCH", "qwen2, llama, starcoder2 or gemma", &spec.arch);
   parser.option("--vocab", "N", "vocabulary size", &spec.n_vocab);
   std::string vocab_from;
   parser.option("--vocab-from", "FILE",

@@ -92,12 +92,14 @@ ModelWeights bind_weights(const GgufFile& file, const ModelConfig& c,
   ModelWeights w;
   w.token_embd = b.matrix("token_embd.weight", c.n_embd, c.n_vocab);
   w.output_norm = b.vector("output_norm.weight", c.n_embd);
+  w.output_norm_b = b.vector("output_norm.bias", c.n_embd, /*optional=*/!c.norm_bias);
   w.output = c.tied_output ? w.token_embd : b.matrix("output.weight", c.n_embd, c.n_vocab);
   w.layers.resize(static_cast<size_t>(c.n_layer));
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
     l.attn_norm = b.vector(p + "attn_norm.weight", c.n_embd);
+    l.attn_norm_b = b.vector(p + "attn_norm.bias", c.n_embd, /*optional=*/!c.norm_bias);
     l.wq = b.matrix(p + "attn_q.weight", c.n_embd, c.q_dim());
     l.wk = b.matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
     l.wv = b.matrix(p + "attn_v.weight", c.n_embd, c.kv_dim());
@@ -105,10 +107,14 @@ ModelWeights bind_weights(const GgufFile& file, const ModelConfig& c,
     l.bk = b.vector(p + "attn_k.bias", c.kv_dim(), /*optional=*/!c.qkv_bias);
     l.bv = b.vector(p + "attn_v.bias", c.kv_dim(), /*optional=*/!c.qkv_bias);
     l.wo = b.matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
+    l.bo = b.vector(p + "attn_output.bias", c.n_embd, /*optional=*/!c.out_bias);
     l.ffn_norm = b.vector(p + "ffn_norm.weight", c.n_embd);
-    l.w_gate = b.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
+    l.ffn_norm_b = b.vector(p + "ffn_norm.bias", c.n_embd, /*optional=*/!c.norm_bias);
+    if (c.ffn != FfnKind::Gelu) l.w_gate = b.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
     l.w_up = b.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+    l.b_up = b.vector(p + "ffn_up.bias", c.n_ff, /*optional=*/!c.ffn_bias);
     l.w_down = b.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
+    l.b_down = b.vector(p + "ffn_down.bias", c.n_embd, /*optional=*/!c.ffn_bias);
   }
   return w;
 }

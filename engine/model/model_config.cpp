@@ -12,10 +12,21 @@ namespace {
 struct ArchTraits {
   std::string_view name;
   bool rope_neox;
+  NormKind norm;
+  FfnKind ffn;
+  bool scale_embeddings;  // by sqrt(n_embd)
+  double default_eps;     // when the file has no epsilon key
 };
 
-// llama files store Q/K permuted for adjacent-pair RoPE; qwen2 rotates the two halves.
-constexpr ArchTraits kArchitectures[] = {{"llama", false}, {"qwen2", true}};
+// llama files store Q/K permuted for adjacent-pair RoPE; qwen2, starcoder2 and gemma rotate
+// the two halves (llama.cpp's LLAMA_ROPE_TYPE_NEOX; for gemma the reference logits confirm it:
+// adjacent pairs miss them by about 1 std).
+constexpr ArchTraits kArchitectures[] = {
+    {"llama", false, NormKind::Rms, FfnKind::SwiGlu, false, 1e-5},
+    {"qwen2", true, NormKind::Rms, FfnKind::SwiGlu, false, 1e-6},
+    {"starcoder2", true, NormKind::Layer, FfnKind::Gelu, false, 1e-5},
+    {"gemma", true, NormKind::Rms, FfnKind::GeGlu, true, 1e-6},
+};
 
 std::string file_name(const GgufFile& file) {
   return file.path().filename().string();
@@ -81,10 +92,17 @@ ModelConfig read_model_config(const GgufFile& file) {
                      std::to_string(*file.get_int(p + "rope.dimension_count")) +
                      " != head dimension " + std::to_string(c.head_dim) + ") are not supported");
 
-  c.rms_eps = static_cast<float>(file.get_float(p + "attention.layer_norm_rms_epsilon")
-                                     .value_or(c.arch == "qwen2" ? 1e-6 : 1e-5));
+  // RMSNorm models name their epsilon layer_norm_rms_epsilon, LayerNorm models
+  // layer_norm_epsilon.
+  const std::string eps_key = traits->norm == NormKind::Rms ? "attention.layer_norm_rms_epsilon"
+                                                            : "attention.layer_norm_epsilon";
+  c.rms_eps = static_cast<float>(file.get_float(p + eps_key).value_or(traits->default_eps));
   c.rope_theta = static_cast<float>(file.get_float(p + "rope.freq_base").value_or(10000.0));
   c.rope_neox = traits->rope_neox;
+  c.norm = traits->norm;
+  c.ffn = traits->ffn;
+  // As llama.cpp computes it: sqrtf of the width, in float.
+  c.embd_scale = traits->scale_embeddings ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
 
   // Linear RoPE scaling (positions divided by the factor). Other kinds change the frequencies
   // per dimension and are refused rather than computed wrongly.
@@ -114,6 +132,9 @@ ModelConfig read_model_config(const GgufFile& file) {
 
   c.tied_output = file.tensor("output.weight") == nullptr;
   c.qkv_bias = file.tensor("blk.0.attn_q.bias") != nullptr;
+  c.out_bias = file.tensor("blk.0.attn_output.bias") != nullptr;
+  c.ffn_bias = file.tensor("blk.0.ffn_up.bias") != nullptr;
+  c.norm_bias = file.tensor("blk.0.attn_norm.bias") != nullptr;
   return c;
 }
 

@@ -164,8 +164,8 @@ GgmlType random_model_tensor_type(const RandomModelSpec& s, std::string_view nam
 
 void write_random_model(const std::filesystem::path& path, const RandomModelSpec& spec) {
   RandomModelSpec s = spec;
-  if (s.arch != "qwen2" && s.arch != "llama")
-    throw std::runtime_error("random models are qwen2 or llama, not " + s.arch);
+  if (s.arch != "qwen2" && s.arch != "llama" && s.arch != "starcoder2" && s.arch != "gemma")
+    throw std::runtime_error("random models are qwen2, llama, starcoder2 or gemma, not " + s.arch);
   if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_embd % s.n_head || s.n_head % s.n_head_kv ||
       (s.n_embd / s.n_head) % 2)
     throw std::runtime_error("inconsistent head counts for embedding size " +
@@ -213,7 +213,9 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   };
 
   const int hd = s.n_embd / s.n_head, kv = hd * s.n_head_kv;
-  const bool bias = s.arch == "qwen2";
+  // qwen2: Q/K/V biases; starcoder2: LayerNorm and every projection biased, no gate.
+  const bool starcoder2 = s.arch == "starcoder2";
+  const bool bias = s.arch == "qwen2" || starcoder2;
   std::vector<TensorPlan> plan;
   int layer = 0;
   auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
@@ -230,11 +232,13 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   };
   matrix("token_embd.weight", s.n_embd, s.n_vocab);
   vec("output_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
+  if (starcoder2) vec("output_norm.bias", s.n_embd, TensorPlan::Fill::Random);
   if (!s.tied_output) matrix("output.weight", s.n_embd, s.n_vocab);
   for (int l = 0; l < s.n_layer; ++l) {
     layer = l;
     const std::string p = "blk." + std::to_string(l) + ".";
     vec(p + "attn_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
+    if (starcoder2) vec(p + "attn_norm.bias", s.n_embd, TensorPlan::Fill::Random);
     matrix(p + "attn_q.weight", s.n_embd, s.n_embd);
     matrix(p + "attn_k.weight", s.n_embd, kv);
     matrix(p + "attn_v.weight", s.n_embd, kv);
@@ -244,10 +248,14 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
       vec(p + "attn_v.bias", kv, TensorPlan::Fill::Random);
     }
     matrix(p + "attn_output.weight", s.n_embd, s.n_embd);
+    if (starcoder2) vec(p + "attn_output.bias", s.n_embd, TensorPlan::Fill::Random);
     vec(p + "ffn_norm.weight", s.n_embd, TensorPlan::Fill::Ones);
-    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    if (starcoder2) vec(p + "ffn_norm.bias", s.n_embd, TensorPlan::Fill::Random);
+    if (!starcoder2) matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
     matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    if (starcoder2) vec(p + "ffn_up.bias", s.n_ff, TensorPlan::Fill::Random);
     matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+    if (starcoder2) vec(p + "ffn_down.bias", s.n_embd, TensorPlan::Fill::Random);
   }
 
   Out out(path);
@@ -282,7 +290,15 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   u32(a + "feed_forward_length", uint32_t(s.n_ff));
   u32(a + "attention.head_count", uint32_t(s.n_head));
   u32(a + "attention.head_count_kv", uint32_t(s.n_head_kv));
-  f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  if (starcoder2)
+    f32(a + "attention.layer_norm_epsilon", 1e-5f);
+  else
+    f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  // As converted Gemma files state their head size.
+  if (s.arch == "gemma") {
+    u32(a + "attention.key_length", uint32_t(hd));
+    u32(a + "attention.value_length", uint32_t(hd));
+  }
   f32(a + "rope.freq_base", 1000000.0f);
   str("tokenizer.ggml.model", vocab ? std::string(vocab->get_string("tokenizer.ggml.model").value_or("gpt2")) : "gpt2");
   str("tokenizer.ggml.pre", vocab ? std::string(vocab->get_string("tokenizer.ggml.pre").value_or("default")) : "qwen2");

@@ -1,4 +1,4 @@
-// Writes llama-family GGUF files with random weights of any shape and weight type, so that
+// Writes GGUF files of the supported architectures with random weights of any shape and weight type, so that
 // benchmarks can run on real-size models (e.g. the Qwen2.5-Coder-0.5B shape) without
 // downloading one. The vocabulary is a byte-level BPE one of the requested size with FIM
 // tokens, enough for the tokenizer and the daemon to work end to end.
@@ -14,7 +14,9 @@
 namespace ghostline::engine {
 
 struct RandomModelSpec {
-  std::string arch = "qwen2";  // "qwen2" (NeoX RoPE, Q/K/V biases) or "llama"
+  // "qwen2" (NeoX RoPE, Q/K/V biases), "llama", "starcoder2" (LayerNorm, biases everywhere,
+  // GELU MLP without gate) or "gemma" (GeGLU, scaled embeddings)
+  std::string arch = "qwen2";
   int n_vocab = 151936;
   int n_embd = 896;
   int n_layer = 24;

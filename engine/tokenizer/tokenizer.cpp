@@ -127,7 +127,8 @@ constexpr std::string_view kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>", "
 constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>", "<fim_pad>"};
 constexpr std::string_view kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
                                              "<REPO>",       "<reponame>",    "<repo_name>"};
-constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>", "<file_sep>", "<filename>"};
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>", "<file_sep>", "<filename>",
+                                             "<|file_separator|>"};
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "engine/generator.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/model_weights.h"
 #include "gguf_test_writer.h"
 
 namespace ghostline::engine {
@@ -26,6 +28,7 @@ struct TinyModel {
   std::string arch = "llama";
   int n_embd = 32, n_layer = 2, n_head = 4, n_head_kv = 2, n_ff = 48, n_vocab = 8;
   bool qkv_bias = false, tied = false;
+  int head_dim = 0;  // written as attention.key_length/value_length when set
   GgmlType matrix_type = GgmlType::F32;
   // Edits applied to the tensor list before writing (drop or reshape one to test errors).
   std::function<bool(std::string& name, std::vector<int64_t>& shape, GgmlType& type)> edit;
@@ -45,7 +48,12 @@ struct TinyModel {
     key(arch + ".feed_forward_length", GgufValue::u32(uint32_t(n_ff)));
     key(arch + ".attention.head_count", GgufValue::u32(uint32_t(n_head)));
     key(arch + ".attention.head_count_kv", GgufValue::u32(uint32_t(n_head_kv)));
-    key(arch + ".attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+    key(arch + (starcoder2() ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"),
+        GgufValue::f32(1e-5f));
+    if (head_dim > 0) {
+      key(arch + ".attention.key_length", GgufValue::u32(uint32_t(head_dim)));
+      key(arch + ".attention.value_length", GgufValue::u32(uint32_t(head_dim)));
+    }
     key(arch + ".rope.freq_base", GgufValue::f32(10000.0f));
     if (rope_linear_factor > 0) {
       key(arch + ".rope.scaling.type", GgufValue::string("linear"));
@@ -66,7 +74,8 @@ struct TinyModel {
 
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 0.3f);
-    const int hd = n_embd / n_head, kv = n_head_kv * hd;
+    const int hd = head_dim > 0 ? head_dim : n_embd / n_head, kv = n_head_kv * hd,
+              q = n_head * hd;
     auto tensor = [&](std::string name, std::vector<int64_t> shape, bool is_vector) {
       GgmlType type = is_vector ? GgmlType::F32 : matrix_type;
       if (edit && !edit(name, shape, type)) return;
@@ -82,26 +91,39 @@ struct TinyModel {
     };
     tensor("token_embd.weight", {n_embd, n_vocab}, false);
     tensor("output_norm.weight", {n_embd}, true);
+    if (starcoder2()) tensor("output_norm.bias", {n_embd}, true);
     if (!tied) tensor("output.weight", {n_embd, n_vocab}, false);
     for (int l = 0; l < n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
       tensor(p + "attn_norm.weight", {n_embd}, true);
-      tensor(p + "attn_q.weight", {n_embd, n_embd}, false);
+      if (starcoder2()) tensor(p + "attn_norm.bias", {n_embd}, true);
+      tensor(p + "attn_q.weight", {n_embd, q}, false);
       tensor(p + "attn_k.weight", {n_embd, kv}, false);
       tensor(p + "attn_v.weight", {n_embd, kv}, false);
-      if (qkv_bias) {
-        tensor(p + "attn_q.bias", {n_embd}, true);
+      if (qkv_bias || starcoder2()) {
+        tensor(p + "attn_q.bias", {q}, true);
         tensor(p + "attn_k.bias", {kv}, true);
         tensor(p + "attn_v.bias", {kv}, true);
       }
-      tensor(p + "attn_output.weight", {n_embd, n_embd}, false);
+      tensor(p + "attn_output.weight", {q, n_embd}, false);
+      if (starcoder2()) tensor(p + "attn_output.bias", {n_embd}, true);
       tensor(p + "ffn_norm.weight", {n_embd}, true);
+      if (starcoder2()) {
+        tensor(p + "ffn_norm.bias", {n_embd}, true);
+        tensor(p + "ffn_up.weight", {n_embd, n_ff}, false);
+        tensor(p + "ffn_up.bias", {n_ff}, true);
+        tensor(p + "ffn_down.weight", {n_ff, n_embd}, false);
+        tensor(p + "ffn_down.bias", {n_embd}, true);
+        continue;
+      }
       tensor(p + "ffn_gate.weight", {n_embd, n_ff}, false);
       tensor(p + "ffn_up.weight", {n_embd, n_ff}, false);
       tensor(p + "ffn_down.weight", {n_ff, n_embd}, false);
     }
     return w.build();
   }
+  // LayerNorm with biases, biases on every projection, a GELU MLP without gate.
+  bool starcoder2() const { return arch == "starcoder2"; }
 };
 
 class ModelLoadTest : public ::testing::Test {
@@ -163,6 +185,49 @@ TEST_F(ModelLoadTest, Qwen2WithBiasesAndTiedOutputUsesNeoxRope) {
   EXPECT_TRUE(Model::check(model->file()).empty());
 }
 
+TEST_F(ModelLoadTest, StarCoder2HasLayerNormBiasesAndAGeluMlp) {
+  TinyModel m;
+  m.arch = "starcoder2";
+  m.tied = true;
+  auto model = Model::load(write(m), {.lock_resident = false});
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.norm, NormKind::Layer);
+  EXPECT_EQ(c.ffn, FfnKind::Gelu);
+  EXPECT_TRUE(c.rope_neox);
+  EXPECT_TRUE(c.qkv_bias && c.out_bias && c.ffn_bias && c.norm_bias);
+  EXPECT_FLOAT_EQ(c.embd_scale, 1.0f);
+  const ModelWeights& w = model->weights();
+  EXPECT_EQ(w.layers[1].w_gate, nullptr);
+  EXPECT_NE(w.layers[1].b_down, nullptr);
+  EXPECT_NE(w.output_norm_b, nullptr);
+  EXPECT_TRUE(Model::check(model->file()).empty());
+}
+
+TEST_F(ModelLoadTest, StarCoder2MissingBiasOfOneLayerIsNamed) {
+  TinyModel m;
+  m.arch = "starcoder2";
+  m.edit = [](std::string& name, auto&, auto&) { return name != "blk.1.ffn_up.bias"; };
+  const std::string e = load_error(m);
+  EXPECT_NE(e.find("tensor 'blk.1.ffn_up.bias' is missing"), std::string::npos) << e;
+}
+
+TEST_F(ModelLoadTest, GemmaScalesEmbeddingsAndTakesHeadDimFromKeyLength) {
+  TinyModel m;
+  m.arch = "gemma";
+  m.tied = true;
+  m.head_dim = 16;  // 4 heads of 16 on a width of 32
+  auto model = Model::load(write(m), {.lock_resident = false});
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.norm, NormKind::Rms);
+  EXPECT_EQ(c.ffn, FfnKind::GeGlu);
+  EXPECT_TRUE(c.rope_neox);  // HF Gemma's rotate_half; the converter does not permute Q/K
+  EXPECT_EQ(c.head_dim, 16);
+  EXPECT_EQ(c.q_dim(), 64);
+  EXPECT_EQ(c.kv_dim(), 32);
+  EXPECT_FLOAT_EQ(c.embd_scale, std::sqrt(32.0f));
+  EXPECT_TRUE(c.tied_output);
+}
+
 TEST_F(ModelLoadTest, ReadsLinearRopeScaling) {
   TinyModel m;
   EXPECT_FLOAT_EQ(read_model_config(*GgufFile::open(write(m))).rope_freq_scale, 1.0f);
@@ -175,7 +240,7 @@ TEST_F(ModelLoadTest, UnsupportedArchitectureNamesTheSupportedOnes) {
   m.arch = "gptneox";
   const std::string e = load_error(m);
   EXPECT_NE(e.find("'gptneox' is not supported"), std::string::npos) << e;
-  EXPECT_NE(e.find("llama, qwen2"), std::string::npos) << e;
+  EXPECT_NE(e.find("llama, qwen2, starcoder2, gemma"), std::string::npos) << e;
 }
 
 TEST_F(ModelLoadTest, MissingTensorIsNamed) {
@@ -261,16 +326,16 @@ TEST_F(ModelLoadTest, RepeatedProblemsAreOneLinePerKindWithARemedy) {
   EXPECT_NE(e.find("tensor type Q8_1 on"), std::string::npos) << e;
 }
 
-// Odd shapes (head_dim 8, GQA 2:1, biases) through both forward paths.
+// Odd shapes (head_dim 8, GQA 2:1, biases; gemma's head_dim 16 wider than n_embd / n_head)
+// through both forward paths, for every architecture.
 TEST_F(ModelLoadTest, TinyModelFastPathMatchesReference) {
-  for (bool qwen : {false, true}) {
+  for (std::string arch : {"llama", "qwen2", "starcoder2", "gemma"}) {
     TinyModel m;
-    if (qwen) {
-      m.arch = "qwen2";
-      m.qkv_bias = true;
-      m.tied = true;
-    }
-    auto model = Model::load(write(m, qwen ? "q.gguf" : "l.gguf"), {.lock_resident = false});
+    m.arch = arch;
+    m.qkv_bias = arch == "qwen2";
+    m.tied = arch != "llama";
+    if (arch == "gemma") m.head_dim = 16;
+    auto model = Model::load(write(m, arch + ".gguf"), {.lock_resident = false});
     KvBlockPool pool(model->config().n_layer, model->config().kv_dim(), 1 << 20);
     Generator fast(*model, pool, {.threads = 2, .backend = BackendKind::Cpu, .chunk_tokens = 5});
     Generator ref(*model, pool,
@@ -283,7 +348,7 @@ TEST_F(ModelLoadTest, TinyModelFastPathMatchesReference) {
     for (int p = 0; p < 37; ++p)
       for (int v = 0; v < 8; ++v)
         ASSERT_NEAR(fast.logits(p)[size_t(v)], ref.logits(p)[size_t(v)], 1e-3)
-            << "position " << p << " token " << v << (qwen ? " qwen2" : " llama");
+            << "position " << p << " token " << v << " " << arch;
     pool.release(a);
     pool.release(b);
   }

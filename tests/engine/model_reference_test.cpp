@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "engine/model/fim.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::engine {
 namespace {
@@ -16,6 +18,7 @@ namespace {
 const std::string kModels = "../shared/data/models/";
 
 struct ReferenceCase {
+  std::string text;
   std::vector<int32_t> ids;
   // llama.cpp's 20 highest logits at every position, as (id, logit).
   std::vector<std::vector<std::pair<int32_t, float>>> topk;
@@ -30,6 +33,7 @@ std::vector<ReferenceCase> read_cases(const std::string& name) {
   std::vector<ReferenceCase> cases;
   for (const auto& c : j.at("cases")) {
     ReferenceCase rc;
+    rc.text = c.at("text").get<std::string>();
     rc.ids = c.at("ids").get<std::vector<int32_t>>();
     for (const auto& pos : c.at("topk")) {
       auto& row = rc.topk.emplace_back();
@@ -164,8 +168,71 @@ INSTANTIATE_TEST_SUITE_P(
                     // Q4_K_M with the Q5_0 / Q8_0 / Q6_K fallbacks of rows that are not a
                     // multiple of 256, as in Qwen2.5-Coder-0.5B.
                     ModelSpec{"ref-qwen2-w384-q4_k_m", 0.15, 0.9, false, BackendKind::Reference},
-                    ModelSpec{"ref-qwen2-w384-q4_k_m", 0.15, 0.9, false, BackendKind::Cpu}),
+                    ModelSpec{"ref-qwen2-w384-q4_k_m", 0.15, 0.9, false, BackendKind::Cpu},
+                    // LayerNorm with biases, biased attention and GELU MLP, NeoX RoPE.
+                    ModelSpec{"ref-starcoder2-q8_0", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-starcoder2-q8_0", 0.15, 0.9, false, BackendKind::Cpu},
+                    // Scaled embeddings, GeGLU, RMSNorm weights applied as stored.
+                    ModelSpec{"ref-gemma-q8_0", 0.15, 0.9, false, BackendKind::Reference},
+                    ModelSpec{"ref-gemma-q8_0", 0.15, 0.9, false, BackendKind::Cpu}),
     spec_name);
+
+// The prompts' ids are llama.cpp's tokenization of their text with the BOS the model adds:
+// ours must be the same, or the logits above would be checked on inputs no user produces.
+class ReferenceTokensTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ReferenceTokensTest, PromptsTokenizeAsLlamaCpp) {
+  const auto cases = read_cases(GetParam());
+  ASSERT_FALSE(cases.empty()) << "missing " << kModels << GetParam() << ".logits.json";
+  auto model = Model::load(kModels + GetParam() + ".gguf", {.lock_resident = false});
+  const Tokenizer& tok = model->tokenizer();
+  for (const ReferenceCase& rc : cases) {
+    std::vector<int32_t> ids;
+    if (tok.specials().add_bos) ids.push_back(*tok.specials().bos);
+    const auto text_ids = tok.encode(rc.text);
+    ids.insert(ids.end(), text_ids.begin(), text_ids.end());
+    EXPECT_EQ(ids, rc.ids) << rc.text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceTokensTest,
+                         testing::Values("ref-llama-spm-f16", "ref-qwen2-dscoder-q8_0",
+                                         "ref-qwen2-w384-q4_k_m", "ref-starcoder2-q8_0",
+                                         "ref-gemma-q8_0"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+// StarCoder2 files name no FIM tokens in their metadata; they are found by their texts, and
+// the file separator ends a completion.
+TEST(ReferenceFim, StarCoder2FindsItsFimTokensByText) {
+  auto model = Model::load(kModels + "ref-starcoder2-q8_0.gguf", {.lock_resident = false});
+  const FimTemplate fim = fim_template(*model);
+  EXPECT_EQ(fim.mode, FimMode::Psm);
+  EXPECT_EQ(fim.tokens.pre, 1);  // <fim_prefix>
+  EXPECT_EQ(fim.tokens.mid, 2);  // <fim_middle>
+  EXPECT_EQ(fim.tokens.suf, 3);  // <fim_suffix>
+  const Tokenizer& tok = model->tokenizer();
+  ASSERT_TRUE(tok.find_token("<file_sep>"));
+  EXPECT_EQ(fim.tokens.file_sep, *tok.find_token("<file_sep>"));
+  EXPECT_TRUE(tok.is_end_of_generation(*tok.find_token("<file_sep>")));
+  EXPECT_TRUE(tok.is_end_of_generation(4));  // <fim_pad>
+  EXPECT_FALSE(fim.tokens.add_bos);
+}
+
+// The gemma reference carries a llama SentencePiece vocabulary without FIM tokens: it completes
+// left to right, with BOS. (CodeGemma's own FIM texts are tested on a vocabulary that has them,
+// in tokenizer_test.cpp.)
+TEST(ReferenceFim, GemmaReferenceWithoutFimTokensIsPrefixOnly) {
+  auto model = Model::load(kModels + "ref-gemma-q8_0.gguf", {.lock_resident = false});
+  const FimTemplate fim = fim_template(*model);
+  EXPECT_EQ(fim.mode, FimMode::PrefixOnly);
+  EXPECT_TRUE(fim.tokens.add_bos);
+  EXPECT_EQ(fim.tokens.bos, 1);
+}
 
 }  // namespace
 }  // namespace ghostline::engine

@@ -192,5 +192,46 @@ INSTANTIATE_TEST_SUITE_P(Types, RandomModelSuperBlockTest,
                                          GgmlType::Q6_K, GgmlType::IQ4_XS),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
+
+// make-model's starcoder2 and gemma shapes load as those architectures and run alike on both
+// paths.
+class RandomModelArchTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(RandomModelArchTest, LoadsAsItsArchitectureAndFastPathMatchesReference) {
+  RandomModelSpec spec;
+  spec.arch = GetParam();
+  spec.n_vocab = 500;
+  spec.n_embd = 128;
+  spec.n_layer = 2;
+  spec.n_head = 4;
+  spec.n_head_kv = 1;
+  spec.n_ff = 320;
+  spec.n_ctx = 256;
+  spec.type = GgmlType::Q8_0;
+  const fs::path path = fs::temp_directory_path() /
+                        ("ghostline-random-" + spec.arch + std::to_string(::getpid()) + ".gguf");
+  write_random_model(path, spec);
+  auto model = Model::load(path, {.lock_resident = false});
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.arch, spec.arch);
+  if (spec.arch == "starcoder2") {
+    EXPECT_EQ(c.norm, NormKind::Layer);
+    EXPECT_EQ(c.ffn, FfnKind::Gelu);
+    EXPECT_TRUE(c.qkv_bias && c.out_bias && c.ffn_bias && c.norm_bias);
+    EXPECT_EQ(model->file().tensor("blk.0.ffn_gate.weight"), nullptr);
+  } else {
+    EXPECT_EQ(c.ffn, FfnKind::GeGlu);
+    EXPECT_FLOAT_EQ(c.embd_scale, std::sqrt(128.0f));
+    EXPECT_EQ(c.head_dim, 32);
+  }
+  EXPECT_TRUE(Model::check(model->file()).empty());
+  EXPECT_LE(fast_path_deviation(*model, model->tokenizer().encode("fn main() { let x = 1; }\n")),
+            0.1);
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, RandomModelArchTest,
+                         testing::Values("starcoder2", "gemma"),
+                         [](const auto& info) { return info.param; });
 }  // namespace
 }  // namespace ghostline::engine

@@ -151,8 +151,28 @@ TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
                                           "../shared/data/models/ref-qwen2-dscoder-q8_0.gguf",
                                           "../shared/data/models/ref-qwen2-dscoder-q4_0.gguf",
                                           "../shared/data/models/ref-qwen2-dscoder-q6_k.gguf",
+                                          "../shared/data/models/ref-starcoder2-q8_0.gguf",
+                                          "../shared/data/models/ref-gemma-q8_0.gguf",
                                           odd_ffn.string()};
-  for (const std::string& path : paths) {
+  // The GELU MLP and GeGLU with the same odd width: their activations have vector tails too.
+  std::vector<std::filesystem::path> odd_arch_files;
+  for (const char* arch : {"starcoder2", "gemma"}) {
+    odd_arch_files.push_back(std::filesystem::temp_directory_path() /
+                             ("ghostline-spec-odd-" + std::string(arch) + "-" +
+                              std::to_string(::getpid()) + ".gguf"));
+    write_random_model(odd_arch_files.back(), {.arch = arch,
+                                               .n_vocab = 600,
+                                               .n_embd = 64,
+                                               .n_layer = 2,
+                                               .n_head = 2,
+                                               .n_head_kv = 1,
+                                               .n_ff = 40,
+                                               .n_ctx = 128,
+                                               .type = GgmlType::F16});
+  }
+  std::vector<std::string> all_paths = paths;
+  for (const auto& f : odd_arch_files) all_paths.push_back(f.string());
+  for (const std::string& path : all_paths) {
     Engine e(path.c_str(), BackendKind::Cpu);
     std::vector<int32_t> ids(27);
     for (size_t i = 0; i < ids.size(); ++i)
@@ -176,6 +196,7 @@ TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
     e.pool->release(stepped);
   }
   std::filesystem::remove(odd_ffn);
+  for (const auto& f : odd_arch_files) std::filesystem::remove(f);
 }
 
 TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <fstream>
@@ -500,6 +501,47 @@ TEST(TokenizerThreads, ConcurrentEncodesAgree) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+}  // namespace
+}  // namespace ghostline::engine
+
+namespace ghostline::engine {
+namespace {
+
+// CodeGemma's FIM tokens carry no *_token_id keys in converted files: they are found by their
+// texts, and <|file_separator|> separates (and ends) files as <|file_sep|> does for Qwen.
+TEST(TokenizerFim, FindsCodeGemmaFimTokensByText) {
+  std::vector<std::string> tokens = {
+      "<pad>",          "<eos>",          "<bos>",          "<unk>", "<|fim_prefix|>",
+      "<|fim_middle|>", "<|fim_suffix|>", "<|file_separator|>", "▁def", "▁x"};
+  // Single characters, so that the separator's text can be encoded as ordinary text.
+  for (std::string_view c : {"▁", "<", "|", "f", "i", "l", "e", "_", "s", "p", "a", "r", "t", "o", ">"})
+    tokens.emplace_back(c);
+  testing::GgufWriter w;
+  w.add("tokenizer.ggml.model", testing::GgufValue::string("llama"));
+  w.add("tokenizer.ggml.tokens", testing::GgufValue::strings(tokens));
+  w.add("tokenizer.ggml.scores", testing::GgufValue::f32s(std::vector<float>(tokens.size(), 0)));
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[0] = types[1] = types[2] = 3;
+  types[3] = 2;
+  w.add("tokenizer.ggml.token_type", testing::GgufValue::i32s(types));
+  w.add("tokenizer.ggml.bos_token_id", testing::GgufValue::u32(2));
+  w.add("tokenizer.ggml.eos_token_id", testing::GgufValue::u32(1));
+  const std::string path = ::testing::TempDir() + "codegemma-fim.gguf";
+  testing::GgufWriter::write_file(path, w.build());
+  auto tok = Tokenizer::from_gguf(*GgufFile::open(path));
+  const auto& s = tok->specials();
+  EXPECT_EQ(s.fim_pre, 4);
+  EXPECT_EQ(s.fim_mid, 5);
+  EXPECT_EQ(s.fim_suf, 6);
+  EXPECT_EQ(s.fim_sep, 7);
+  EXPECT_TRUE(tok->is_control(7));
+  EXPECT_TRUE(tok->is_end_of_generation(7));
+  // A FIM text inside a file is ordinary text, never the special token.
+  const auto ids = tok->encode("<|file_separator|>");
+  EXPECT_FALSE(ids.empty());
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 7), 0);
 }
 
 }  // namespace

@@ -85,6 +85,86 @@ TEST_P(VecOpsTest, SiluMul) {
   }
 }
 
+TEST_P(VecOpsTest, LayerNormWithAndWithoutBias) {
+  for (int64_t n : kLengths) {
+    // An offset far from zero: the mean must be taken out before the variance is summed.
+    auto x = random(n, 3.0f), w = random(n), b = random(n);
+    for (float& v : x) v += 40.0f;
+    double mean = 0;
+    for (float v : x) mean += v;
+    mean /= double(n);
+    double var = 0;
+    for (float v : x) var += (v - mean) * (v - mean);
+    const double inv = 1.0 / std::sqrt(var / double(n) + 1e-5);
+    std::vector<double> want(n), want_no_bias(n);
+    for (int64_t i = 0; i < n; ++i) {
+      want_no_bias[i] = (x[i] - mean) * inv * w[i];
+      want[i] = want_no_bias[i] + b[i];
+    }
+    // Relative to the spread of the normalized values, which the offset does not change.
+    std::vector<float> out(n);
+    ops().layernorm(x.data(), w.data(), b.data(), n, 1e-5f, out.data());
+    expect_close(out, want, 1e-5, 2e-5);
+    ops().layernorm(x.data(), w.data(), nullptr, n, 1e-5f, out.data());
+    expect_close(out, want_no_bias, 1e-5, 2e-5);
+    ops().layernorm(x.data(), w.data(), b.data(), n, 1e-5f, x.data());  // in place
+    expect_close(x, want, 1e-5, 2e-5);
+  }
+}
+
+// GELU with the tanh approximation, in double, as the formula is written.
+// GELU, tanh approximation, in double: 0.5 x (1 + tanh u) = x / (1 + e^(-2u)), u = sqrt(2/pi)
+// (x + 0.044715 x^3). The second form keeps its precision where 1 + tanh u cancels (x < -4).
+// For large negative x the result is about x e^(-2u) with 2u up to ~88: float rounding of u, a
+// few ulp, becomes a relative error of up to 88 times that, hence 3e-5 below.
+double gelu_reference(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));
+}
+
+TEST(GeluReference, IsTheTanhFormula) {
+  for (double x = -4.0; x <= 4.0; x += 0.125)
+    EXPECT_NEAR(gelu_reference(x),
+                0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))),
+                1e-14)
+        << x;
+}
+
+TEST_P(VecOpsTest, GeluMatchesTheTanhFormula) {
+  for (int64_t n : kLengths) {
+    auto x = random(n, 4.0f);
+    if (n > 3) {
+      x[0] = -120.0f;  // the exp of the sigmoid form leaves the float range
+      x[1] = 95.0f;
+      x[2] = 0.0f;
+    }
+    std::vector<double> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = gelu_reference(x[i]);
+    std::vector<float> out(n);
+    ops().gelu(x.data(), n, out.data());
+    expect_close(out, want, 3e-5, 1e-30);
+    ops().gelu(x.data(), n, x.data());  // in place
+    expect_close(x, want, 3e-5, 1e-30);
+  }
+}
+
+TEST_P(VecOpsTest, GeluMulIsGeGlu) {
+  for (int64_t n : kLengths) {
+    auto g = random(n, 4.0f), u = random(n);
+    if (n > 3) {
+      g[0] = -120.0f;
+      g[1] = 95.0f;
+    }
+    std::vector<double> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = gelu_reference(g[i]) * u[i];
+    std::vector<float> out(n);
+    ops().gelu_mul(g.data(), u.data(), n, out.data());
+    expect_close(out, want, 3e-5, 1e-30);
+    ops().gelu_mul(g.data(), u.data(), n, u.data());  // in place over up
+    expect_close(u, want, 3e-5, 1e-30);
+  }
+}
+
 TEST_P(VecOpsTest, AddScaleDotAxpy) {
   for (int64_t n : kLengths) {
     auto a = random(n), b = random(n);

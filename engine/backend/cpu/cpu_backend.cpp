@@ -47,7 +47,8 @@ class CpuBackend final : public Backend {
     const ModelWeights& w = model.weights();
     for (const LayerWeights& l : w.layers)
       layers_.push_back({as_matrix(l.wq), as_matrix(l.wk), as_matrix(l.wv), as_matrix(l.wo),
-                         as_matrix(l.w_gate), as_matrix(l.w_up), as_matrix(l.w_down)});
+                         l.w_gate ? as_matrix(l.w_gate) : cpu::WeightMatrix{}, as_matrix(l.w_up),
+                         as_matrix(l.w_down)});
     output_ = as_matrix(w.output);
     // RoPE frequencies per pair of dimensions, in double: theta_i = scale * base^(-2i/d).
     inv_freq_.resize(size_t(c.head_dim / 2));
@@ -115,6 +116,7 @@ class CpuBackend final : public Backend {
       cpu::dequantize_row(w.token_embd->type,
                           w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
                           &x_[size_t(t) * E], E);
+    if (c.embd_scale != 1.0f) ops_.scale(x_.data(), int64_t(n) * E, c.embd_scale);
     fill_rope_table(batch.start_pos, n);
 
     for (int l = 0; l < c.n_layer; ++l) {
@@ -122,7 +124,7 @@ class CpuBackend final : public Backend {
       const LayerWeights& lw = w.layers[size_t(l)];
       const LayerMatrices& lm = layers_[size_t(l)];
       for (int t = 0; t < n; ++t)
-        ops_.rmsnorm(&x_[size_t(t) * E], f32_data(lw.attn_norm), E, c.rms_eps, &xb_[size_t(t) * E]);
+        norm(&x_[size_t(t) * E], lw.attn_norm, lw.attn_norm_b, &xb_[size_t(t) * E]);
       cpu::matmul(lm.wq, xb_.data(), n, q_.data(), compute_);
       cpu::matmul(lm.wk, xb_.data(), n, k_.data(), compute_);
       cpu::matmul(lm.wv, xb_.data(), n, v_.data(), compute_);
@@ -139,28 +141,59 @@ class CpuBackend final : public Backend {
       }
       attention(batch, l);
       cpu::matmul(lm.wo, att_.data(), n, proj_.data(), compute_);
+      add_bias(proj_.data(), lw.bo, n);
       ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
 
       for (int t = 0; t < n; ++t)
-        ops_.rmsnorm(&x_[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps, &xb_[size_t(t) * E]);
-      cpu::matmul(lm.w_gate, xb_.data(), n, gate_.data(), compute_);
+        norm(&x_[size_t(t) * E], lw.ffn_norm, lw.ffn_norm_b, &xb_[size_t(t) * E]);
       cpu::matmul(lm.w_up, xb_.data(), n, up_.data(), compute_);
+      add_bias(up_.data(), lw.b_up, n);
+      if (c.ffn != FfnKind::Gelu) cpu::matmul(lm.w_gate, xb_.data(), n, gate_.data(), compute_);
       // Per token: with F not a multiple of the vector width, one call over all tokens would
       // put some of a token's values in the scalar tail, and its result would depend on the
       // batch (speculative verification must reproduce single steps bit for bit).
-      for (int t = 0; t < n; ++t)
-        ops_.silu_mul(&gate_[size_t(t) * F], &up_[size_t(t) * F], F, &gate_[size_t(t) * F]);
-      cpu::matmul(lm.w_down, gate_.data(), n, proj_.data(), compute_);
+      for (int t = 0; t < n; ++t) {
+        float* up = &up_[size_t(t) * F];
+        switch (c.ffn) {
+          case FfnKind::SwiGlu:
+            ops_.silu_mul(&gate_[size_t(t) * F], up, F, up);
+            break;
+          case FfnKind::GeGlu:
+            ops_.gelu_mul(&gate_[size_t(t) * F], up, F, up);
+            break;
+          case FfnKind::Gelu:
+            ops_.gelu(up, F, up);
+            break;
+        }
+      }
+      cpu::matmul(lm.w_down, up_.data(), n, proj_.data(), compute_);
+      add_bias(proj_.data(), lw.b_down, n);
       ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
     }
 
     if (batch.n_logits == 0) return true;
     const int first = n - batch.n_logits;
     for (int t = 0; t < batch.n_logits; ++t)
-      ops_.rmsnorm(&x_[size_t(first + t) * E], f32_data(w.output_norm), E, c.rms_eps,
-                   &xb_[size_t(t) * E]);
+      norm(&x_[size_t(first + t) * E], w.output_norm, w.output_norm_b, &xb_[size_t(t) * E]);
     cpu::matmul(output_, xb_.data(), batch.n_logits, logits.data(), compute_);
     return true;
+  }
+
+  // The model's norm (RMSNorm or LayerNorm) of one token's residual.
+  void norm(const float* x, const GgufTensor* weight, const GgufTensor* bias, float* out) const {
+    const ModelConfig& c = model_.config();
+    if (c.norm == NormKind::Layer)
+      ops_.layernorm(x, f32_data(weight), bias ? f32_data(bias) : nullptr, c.n_embd, c.rms_eps,
+                     out);
+    else
+      ops_.rmsnorm(x, f32_data(weight), c.n_embd, c.rms_eps, out);
+  }
+
+  // Adds `bias` (when the model has one) to each of n rows of its length.
+  void add_bias(float* rows, const GgufTensor* bias, int n) const {
+    if (!bias) return;
+    const int64_t len = bias->shape[0];
+    for (int t = 0; t < n; ++t) ops_.add(rows + t * len, f32_data(bias), len, rows + t * len);
   }
 
   void fill_rope_table(int start_pos, int n) {

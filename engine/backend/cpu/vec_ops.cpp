@@ -64,12 +64,33 @@ void axpy_scalar(float a, const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void layernorm_scalar(const float* x, const float* weight, const float* bias, int64_t n, float eps,
+                      float* out) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  double var = 0.0;
+  for (int64_t i = 0; i < n; ++i) var += static_cast<double>(x[i] - mean) * (x[i] - mean);
+  const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = (x[i] - mean) * inv * weight[i] + (bias ? bias[i] : 0.0f);
+}
+
+void gelu_scalar(const float* x, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(x[i]);
+}
+
+void gelu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+}
+
 }  // namespace
 
 const VecOps& vec_ops(CpuIsa isa) {
-  static const VecOps scalar{rmsnorm_scalar,      softmax_scalar, silu_mul_scalar,
-                             add_scalar,          scale_scalar,   fp16_to_fp32_scalar,
-                             fp32_to_fp16_scalar, dot_scalar,     axpy_scalar};
+  static const VecOps scalar{rmsnorm_scalar,      softmax_scalar,   silu_mul_scalar,
+                             add_scalar,          scale_scalar,     fp16_to_fp32_scalar,
+                             fp32_to_fp16_scalar, dot_scalar,       axpy_scalar,
+                             layernorm_scalar,    gelu_scalar,      gelu_mul_scalar};
   switch (isa) {
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();

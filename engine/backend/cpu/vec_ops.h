@@ -3,11 +3,20 @@
 // kernels. The free functions use active_isa(); vec_ops(isa) gives one level explicitly.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "engine/backend/cpu/cpu_features.h"
 
 namespace ghostline::engine::cpu {
+
+// GELU, tanh approximation (llama.cpp's ggml_gelu), written as x * sigmoid(2u) with
+// u = sqrt(2/pi) (x + 0.044715 x^3), which equals 0.5 x (1 + tanh u) and needs only exp: the
+// scalar tails of the SIMD kernels use it too.
+inline float gelu_tanh(float x) {
+  constexpr float kTwoSqrt2OverPi = 1.5957691216057308f;
+  return x / (1.0f + std::exp(-kTwoSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
 
 struct VecOps {
   // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; out may alias x.
@@ -26,6 +35,14 @@ struct VecOps {
   float (*dot)(const float* a, const float* b, int64_t n);
   // y[i] += a * x[i].
   void (*axpy)(float a, const float* x, int64_t n, float* y);
+  // out[i] = (x[i] - mean) / sqrt(var + eps) * weight[i] + bias[i] (LayerNorm; a null bias is
+  // zero); out may alias x.
+  void (*layernorm)(const float* x, const float* weight, const float* bias, int64_t n, float eps,
+                    float* out);
+  // out[i] = gelu(x[i]), tanh approximation; out may alias x.
+  void (*gelu)(const float* x, int64_t n, float* out);
+  // out[i] = gelu(gate[i]) * up[i] (GeGLU); out may alias gate or up.
+  void (*gelu_mul)(const float* gate, const float* up, int64_t n, float* out);
 };
 
 // The operations of one level; it must be supported by this CPU (see isa_supported).
@@ -34,6 +51,16 @@ const VecOps& vec_ops();  // active_isa()
 
 inline void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   vec_ops().rmsnorm(x, weight, n, eps, out);
+}
+inline void layernorm(const float* x, const float* weight, const float* bias, int64_t n, float eps,
+                      float* out) {
+  vec_ops().layernorm(x, weight, bias, n, eps, out);
+}
+inline void gelu(const float* x, int64_t n, float* out) {
+  vec_ops().gelu(x, n, out);
+}
+inline void gelu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  vec_ops().gelu_mul(gate, up, n, out);
 }
 inline void softmax(float* x, int64_t n) {
   vec_ops().softmax(x, n);

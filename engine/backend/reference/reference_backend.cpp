@@ -9,7 +9,6 @@
 #include "engine/gguf/quant.h"
 #include "engine/model/model.h"
 #include "engine/model/model_weights.h"
-#include "engine/backend/backend.h"
 
 namespace ghostline::engine {
 namespace {
@@ -43,6 +42,28 @@ void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) 
   for (int i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] * scale * weight[i]);
 }
 
+// LayerNorm: (x - mean) / sqrt(var + eps) * weight + bias; a null bias is zero.
+void layernorm(float* out, const float* x, const float* weight, const float* bias, int n,
+               float eps) {
+  double mean = 0;
+  for (int i = 0; i < n; ++i) mean += x[i];
+  mean /= n;
+  double var = 0;
+  for (int i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const double scale = 1.0 / std::sqrt(var / n + eps);
+  for (int i = 0; i < n; ++i)
+    out[i] = static_cast<float>((x[i] - mean) * scale * weight[i] + (bias ? bias[i] : 0.0));
+}
+
+// The model's norm (RMSNorm or LayerNorm) of one token's residual.
+void norm(float* out, const float* x, const GgufTensor* weight, const GgufTensor* bias,
+          const ModelConfig& c) {
+  if (c.norm == NormKind::Layer)
+    layernorm(out, x, f32_data(weight), bias ? f32_data(bias) : nullptr, c.n_embd, c.rms_eps);
+  else
+    rmsnorm(out, x, f32_data(weight), c.n_embd, c.rms_eps);
+}
+
 // Rotates pairs of each head's dimensions by pos * theta_i, theta_i = base^(-2i/d). llama
 // pairs adjacent dimensions (2i, 2i+1); NeoX-style models pair i with i + d/2.
 void rope(float* v, int n_heads, int pos, const ModelConfig& c) {
@@ -64,6 +85,23 @@ void rope(float* v, int n_heads, int pos, const ModelConfig& c) {
 
 double silu(double x) {
   return x / (1.0 + std::exp(-x));
+}
+
+// GELU with the tanh approximation, as llama.cpp's ggml_gelu and the models' "gelu_pytorch_tanh".
+double gelu(double x) {
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * x * (1.0 + 0.044715 * x * x)));
+}
+
+void add_bias(float* v, const float* b, int n) {
+  for (int i = 0; i < n; ++i) v[i] += b[i];
+}
+
+// Adds `bias` (when there is one) to each of n rows of its length.
+void add_bias_rows(std::vector<float>& rows, const GgufTensor* bias, int n) {
+  if (!bias) return;
+  const int len = static_cast<int>(bias->shape[0]);
+  for (int t = 0; t < n; ++t) add_bias(&rows[size_t(t) * len], f32_data(bias), len);
 }
 
 class ReferenceBackend final : public Backend {
@@ -88,13 +126,15 @@ class ReferenceBackend final : public Backend {
       cpu::dequantize_row(w.token_embd->type,
                           w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
                           x.data() + size_t(t) * E, E);
+    if (c.embd_scale != 1.0f)
+      for (float& e : x) e *= c.embd_scale;
 
     for (int l = 0; l < c.n_layer; ++l) {
       if (l > 0 && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
       const LayerWeights& lw = w.layers[size_t(l)];
       // Attention.
       for (int t = 0; t < n; ++t)
-        rmsnorm(&xb[size_t(t) * E], &x[size_t(t) * E], f32_data(lw.attn_norm), E, c.rms_eps);
+        norm(&xb[size_t(t) * E], &x[size_t(t) * E], lw.attn_norm, lw.attn_norm_b, c);
       matmul(*lw.wq, xb, n, q);
       matmul(*lw.wk, xb, n, k);
       matmul(*lw.wv, xb, n, v);
@@ -135,15 +175,23 @@ class ReferenceBackend final : public Backend {
         }
       }
       matmul(*lw.wo, att_out, n, proj);
+      add_bias_rows(proj, lw.bo, n);
       for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
 
-      // SwiGLU feed-forward.
+      // Feed-forward: SwiGLU, GeGLU, or a plain GELU MLP.
       for (int t = 0; t < n; ++t)
-        rmsnorm(&xb[size_t(t) * E], &x[size_t(t) * E], f32_data(lw.ffn_norm), E, c.rms_eps);
-      matmul(*lw.w_gate, xb, n, gate);
+        norm(&xb[size_t(t) * E], &x[size_t(t) * E], lw.ffn_norm, lw.ffn_norm_b, c);
       matmul(*lw.w_up, xb, n, up);
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = static_cast<float>(silu(gate[i]) * up[i]);
-      matmul(*lw.w_down, gate, n, proj);
+      add_bias_rows(up, lw.b_up, n);
+      if (c.ffn == FfnKind::Gelu) {
+        for (float& u : up) u = static_cast<float>(gelu(u));
+      } else {
+        matmul(*lw.w_gate, xb, n, gate);
+        const auto act = c.ffn == FfnKind::GeGlu ? gelu : silu;
+        for (size_t i = 0; i < up.size(); ++i) up[i] = static_cast<float>(act(gate[i]) * up[i]);
+      }
+      matmul(*lw.w_down, up, n, proj);
+      add_bias_rows(proj, lw.b_down, n);
       for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
     }
 
@@ -151,8 +199,7 @@ class ReferenceBackend final : public Backend {
     const int first = n - batch.n_logits;
     std::vector<float> last(size_t(batch.n_logits) * E), out;
     for (int t = 0; t < batch.n_logits; ++t)
-      rmsnorm(&last[size_t(t) * E], &x[size_t(first + t) * E], f32_data(w.output_norm), E,
-              c.rms_eps);
+      norm(&last[size_t(t) * E], &x[size_t(first + t) * E], w.output_norm, w.output_norm_b, c);
     if (batch.n_logits == 0) return true;
     matmul(*w.output, last, batch.n_logits, out);
     std::copy(out.begin(), out.end(), logits.begin());
@@ -160,9 +207,6 @@ class ReferenceBackend final : public Backend {
   }
 
  private:
-  static void add_bias(float* v, const float* b, int n) {
-    for (int i = 0; i < n; ++i) v[i] += b[i];
-  }
   const uint16_t* kv_row(const ForwardBatch& batch, int layer, int pos, bool values) const {
     const BlockId id = batch.blocks[size_t(pos / kB)];
     const uint16_t* base = values ? pool_.values(id, layer) : pool_.keys(id, layer);
