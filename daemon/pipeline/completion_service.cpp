@@ -13,6 +13,8 @@
 #include "daemon/pipeline/completion_stats.h"
 #include "daemon/pipeline/model_slot.h"
 #include "daemon/pipeline/prompt_assembler.h"
+#include "daemon/pipeline/remote_completer.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/model/fim.h"
 #include "engine/speculative.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -342,8 +344,20 @@ std::string default_model_path() {
   return (dir / "ghostline-code.gguf").string();
 }
 
+// --backend remote: the model file gives the tokenizer (a vocabulary-only file is enough); when
+// it has weights too, it answers while the server is unreachable.
+static std::unique_ptr<lsp::Completer> make_remote_completer(const EngineOptions& options, const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error("--backend remote builds prompts with the model's tokenizer: '" + path +
+                             "' does not exist; pass --model FILE (a vocabulary-only GGUF is enough)");
+  std::unique_ptr<lsp::Completer> local;
+  if (!engine::GgufFile::open(path)->tensors().empty()) local = std::make_unique<EngineCompleter>(options, path);
+  return std::make_unique<RemoteCompleter>(options, path, std::move(local));
+}
+
 std::unique_ptr<lsp::Completer> make_completion_service(const EngineOptions& options) {
   std::string path = options.model.empty() ? default_model_path() : options.model;
+  if (options.backend == BackendChoice::Remote) return make_remote_completer(options, path);
   if (!std::filesystem::exists(path)) {
     if (!options.model.empty())
       throw std::runtime_error("model file '" + path + "' does not exist");
