@@ -323,7 +323,8 @@ class HttpClient::Impl {
       done = false;
       conn.tcp().expires_after(options_.read_timeout);
       conn.with_stream([&](auto& stream) {
-        http::async_read(stream, conn.buffer, parser, [&](beast::error_code e, size_t) {
+        // read_some: hand over what has arrived (async_read would wait to fill the buffer).
+        http::async_read_some(stream, conn.buffer, parser, [&](beast::error_code e, size_t) {
           ec = e;
           done = true;
         });
