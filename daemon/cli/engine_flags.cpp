@@ -57,6 +57,8 @@ void add_remote_options(ArgParser& p, remote::RemoteOptions& o) {
         return api.has_value();
       },
       remote::remote_api_name(o.api));
+  p.option("--remote-ca-file", "FILE",
+           "--backend remote: CA certificates (PEM) to trust for https besides the system's", &o.ca_file);
   p.option("--remote-timeout-ms", "MS", "--backend remote: the longest wait for the server within a request",
            &o.read_timeout_ms);
 }

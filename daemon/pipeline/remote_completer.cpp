@@ -22,6 +22,7 @@ remote::HttpClientOptions http_options(const remote::RemoteOptions& o) {
   h.retries = o.retries;
   h.retry_backoff = std::chrono::milliseconds(o.retry_backoff_ms);
   h.pool_size = o.pool_size;
+  h.ca_file = o.ca_file;
   return h;
 }
 

@@ -135,7 +135,11 @@ class HttpClient::Impl {
     if (url_.tls) {
       tls_.emplace(ssl::context::tls_client);
       tls_->set_default_verify_paths();
-      if (!options_.ca_file.empty()) tls_->load_verify_file(options_.ca_file);
+      if (!options_.ca_file.empty()) {
+        beast::error_code ec;
+        tls_->load_verify_file(options_.ca_file, ec);
+        if (ec) throw std::invalid_argument("cannot load CA certificates from '" + options_.ca_file + "': " + ec.message());
+      }
       tls_->set_verify_mode(ssl::verify_peer);
     }
   }

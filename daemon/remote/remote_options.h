@@ -20,6 +20,7 @@ struct RemoteOptions {
   std::string url;          // http(s)://host[:port][/base path]; the API paths go after it
   std::string api_key_env;  // environment variable holding the API key; empty: no key
   std::string model;        // the `model` field of OpenAI requests; empty: not sent
+  std::string ca_file;      // https: CA certificates (PEM) trusted besides the system's
   RemoteApi api = RemoteApi::OpenAi;
   int connect_timeout_ms = 2000;
   int read_timeout_ms = 10000;  // the longest silence of the server within one request

@@ -321,6 +321,35 @@ TEST(RemoteCompleter, SendsTheApiKeyFromTheEnvironmentAndNeverLogsIt) {
   EXPECT_THROW(RemoteCompleter(options, kVocabulary, nullptr), std::invalid_argument);
 }
 
+TEST(RemoteCompleter, SpeaksHttpsAndVerifiesTheServerCertificate) {
+  test::TestCertificate certificate("localhost");
+  TestServer server(test::kPrefixModel, 0, certificate.cert, certificate.key);
+  auto options = remote_options(server.url());
+  options.remote.ca_file = certificate.cert;  // the self-signed certificate is its own CA
+  {
+    RemoteCompleter completer(options, kVocabulary, nullptr);
+    const auto r = completer.complete(request_at_end("int main() {"), lsp::CancelToken());
+    EXPECT_EQ(r.stats.at("backend"), "remote") << r.stats.dump();
+    EXPECT_FALSE(r.insert_text.empty());
+    EXPECT_EQ(server.stats().at("requests"), 1);
+  }
+  // Not trusted: the handshake fails and nothing is sent.
+  options.remote.ca_file.clear();
+  options.remote.retries = 0;
+  RemoteCompleter untrusting(options, kVocabulary, nullptr);
+  auto r = untrusting.complete(request_at_end("int main() {"), lsp::CancelToken());
+  EXPECT_EQ(r.stats.at("answeredEmpty"), true);
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("TLS handshake"), std::string::npos) << r.stats.dump();
+  // Trusted, but reached under a name the certificate does not carry (it names localhost only).
+  options.remote.ca_file = certificate.cert;
+  options.remote.url = "https://127.0.0.1:" + std::to_string(server.port());
+  RemoteCompleter wrong_name(options, kVocabulary, nullptr);
+  r = wrong_name.complete(request_at_end("int main() {"), lsp::CancelToken());
+  EXPECT_EQ(r.stats.at("answeredEmpty"), true);
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("TLS handshake"), std::string::npos) << r.stats.dump();
+  EXPECT_EQ(server.stats().at("requests"), 1);
+}
+
 TEST(RemoteCompleter, RefusesAMissingUrlOrTokenizer) {
   auto options = remote_options("");
   EXPECT_THROW(RemoteCompleter(options, kVocabulary, nullptr), std::invalid_argument);

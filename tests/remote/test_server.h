@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <chrono>
@@ -37,8 +38,11 @@ inline constexpr const char* kFimVocabulary = "../shared/data/tokenizer/deepseek
 
 class TestServer {
  public:
-  // Starts the server with `model` on `port` (0: any free port) and waits until it listens.
-  explicit TestServer(const char* model = kPrefixModel, int port = 0) {
+  // Starts the server with `model` on `port` (0: any free port) and waits until it listens;
+  // https with `tls_cert` (PEM, for localhost, also the CA to trust) and `tls_key` when given.
+  explicit TestServer(const char* model = kPrefixModel, int port = 0, std::string tls_cert = "",
+                      std::string tls_key = "")
+      : tls_cert_(std::move(tls_cert)) {
     if (!std::filesystem::exists("tools/remote-server/node_modules/node-llama-cpp"))
       throw std::runtime_error("the test server's packages are missing: run tools/remote-server/setup");
     int out[2];
@@ -49,6 +53,9 @@ class TestServer {
     posix_spawn_file_actions_addclose(&actions, out[0]);
     std::vector<std::string> args = {"node", "tools/remote-server/server.mjs", "--model", model,
                                      "--port", std::to_string(port), "--threads", "1"};
+    if (!tls_cert_.empty()) {
+      args.insert(args.end(), {"--tls-cert", tls_cert_, "--tls-key", tls_key});
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -76,13 +83,16 @@ class TestServer {
 
   int port() const { return port_; }
   std::string url(const std::string& behaviour = "") const {
-    return "http://127.0.0.1:" + std::to_string(port_) + (behaviour.empty() ? "" : "/" + behaviour);
+    const std::string origin = tls_cert_.empty() ? "http://127.0.0.1:" : "https://localhost:";
+    return origin + std::to_string(port_) + (behaviour.empty() ? "" : "/" + behaviour);
   }
 
   nlohmann::json stats() {
-    if (!stats_client_)
-      stats_client_ = std::make_unique<daemon::remote::HttpClient>(daemon::remote::Url::parse(url()),
-                                                                    daemon::remote::HttpClientOptions{});
+    if (!stats_client_) {
+      daemon::remote::HttpClientOptions options;
+      options.ca_file = tls_cert_;
+      stats_client_ = std::make_unique<daemon::remote::HttpClient>(daemon::remote::Url::parse(url()), options);
+    }
     std::string body;
     stats_client_->post_stream("/stats", "{}", {}, [&](std::string_view piece) {
       body += piece;
@@ -125,9 +135,29 @@ class TestServer {
   }
 
  private:
+  std::string tls_cert_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::unique_ptr<daemon::remote::HttpClient> stats_client_;
+};
+
+// A self-signed certificate and its key (PEM files in a fresh temporary folder) for `host`.
+struct TestCertificate {
+  std::string cert, key;
+  explicit TestCertificate(const std::string& host) {
+    char dir[] = "/tmp/ghostline-tls-XXXXXX";
+    if (!mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
+    cert = std::string(dir) + "/cert.pem";
+    key = std::string(dir) + "/key.pem";
+    const std::string command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + host +
+                                " -addext subjectAltName=DNS:" + host + " -keyout " + key + " -out " + cert +
+                                " 2>/dev/null";
+    if (std::system(command.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
+  }
+  ~TestCertificate() {
+    std::error_code ignored;
+    std::filesystem::remove_all(std::filesystem::path(cert).parent_path(), ignored);
+  }
 };
 
 // A TCP port that nothing listens on (bound and released).

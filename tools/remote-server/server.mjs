@@ -15,8 +15,11 @@
 //   /die    exits the process after streaming two tokens (a server that dies mid-stream)
 //
 // Usage: node server.mjs --model FILE [--host 127.0.0.1] [--port 0] [--threads 1]
+//                       [--tls-cert PEM --tls-key PEM]   (https instead of http)
 // Prints "listening PORT" when ready. Greedy only: temperature other than 0 is refused.
+import fs from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import {getLlama} from "node-llama-cpp";
 
 const args = Object.fromEntries(
@@ -147,7 +150,8 @@ function reply(res, status, obj) {
   res.end(JSON.stringify(obj));
 }
 
-const server = http.createServer((req, res) => {
+const tls = args["tls-cert"] ? {cert: fs.readFileSync(args["tls-cert"]), key: fs.readFileSync(args["tls-key"])} : null;
+const handler = (req, res) => {
   const url = new URL(req.url, "http://x");
   if (req.method === "GET" && url.pathname === "/health") return reply(res, 200, {status: "ok"});
   // POST too: the tests read it with the client under test, which only POSTs.
@@ -167,9 +171,10 @@ const server = http.createServer((req, res) => {
     handleGenerate(req, res, body, m[2] === "infill" ? "infill" : "completions", m[1] ?? "")
       .catch((e) => { if (!res.headersSent) reply(res, 500, {error: {message: String(e)}}); else res.destroy(); });
   });
-});
+};
+const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
 server.keepAliveTimeout = 60000;
-server.on("connection", (socket) => {
+server.on(tls ? "secureConnection" : "connection", (socket) => {
   stats.connections++;
   stats.openConnections++;
   socket.on("close", () => stats.openConnections--);
