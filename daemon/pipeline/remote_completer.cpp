@@ -27,7 +27,8 @@ remote::HttpClientOptions http_options(const remote::RemoteOptions& o) {
 }
 
 remote::Url server_url(const remote::RemoteOptions& o) {
-  if (o.url.empty()) throw std::invalid_argument("--backend remote needs the server's address: --url URL");
+  if (o.url.empty())
+    throw std::invalid_argument("--backend remote needs the server's address: --url URL");
   return remote::Url::parse(o.url);
 }
 
@@ -57,13 +58,16 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
     : options_(options),
       tokenizer_path_(tokenizer_path),
       local_(std::move(local)),
-      http_(std::make_unique<remote::HttpClient>(server_url(options.remote), http_options(options.remote))),
-      breaker_(options.remote.breaker_failures, std::chrono::milliseconds(options.remote.breaker_cool_down_ms)) {
+      http_(std::make_unique<remote::HttpClient>(server_url(options.remote),
+                                                 http_options(options.remote))),
+      breaker_(options.remote.breaker_failures,
+               std::chrono::milliseconds(options.remote.breaker_cool_down_ms)) {
   const auto& o = options.remote;
   if (!o.api_key_env.empty()) {
     const char* key = std::getenv(o.api_key_env.c_str());
     if (!key || !*key)
-      throw std::invalid_argument("--api-key-env " + o.api_key_env + ": that environment variable is not set");
+      throw std::invalid_argument("--api-key-env " + o.api_key_env +
+                                  ": that environment variable is not set");
     authorization_ = std::string("Bearer ") + key;
   }
   // The prompt is laid out exactly as for the local model (the same template and segments), so
@@ -71,12 +75,13 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
   const auto file = engine::GgufFile::open(tokenizer_path);
   tokenizer_ = engine::Tokenizer::from_gguf(*file);
   FimTokens fim = engine::fim_tokens(*tokenizer_);
-  FimMode mode = fim.pre < 0                                     ? FimMode::PrefixOnly
+  FimMode mode = fim.pre < 0                               ? FimMode::PrefixOnly
                  : file->has("ghostline.fim.spm_template") ? FimMode::Spm
-                                                                 : FimMode::Psm;
+                                                           : FimMode::Psm;
   if (o.api == remote::RemoteApi::Infill && mode == FimMode::PrefixOnly)
-    throw std::invalid_argument("--remote-api infill needs a vocabulary with fill-in-the-middle tokens; " +
-                                tokenizer_path + " has none");
+    throw std::invalid_argument(
+        "--remote-api infill needs a vocabulary with fill-in-the-middle tokens; " + tokenizer_path +
+        " has none");
   prompts_ = std::make_unique<PromptAssembler>(*tokenizer_, std::move(fim), mode);
   counters_ = {{"backend", "remote"},
                {"server", http_->url().origin() + http_->url().base_path},
@@ -92,8 +97,9 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
                {"breaker", "closed"},
                {"breakerOpened", 0},
                {"lastError", ""}};
-  spdlog::info("remote backend: {} ({} API, {} prompts from {}){}", counters_["server"].get<std::string>(),
-               remote::remote_api_name(o.api), engine::fim_mode_name(mode), tokenizer_path,
+  spdlog::info("remote backend: {} ({} API, {} prompts from {}){}",
+               counters_["server"].get<std::string>(), remote::remote_api_name(o.api),
+               engine::fim_mode_name(mode), tokenizer_path,
                local_ ? ", local fallback " + local_->describe() : std::string());
 }
 
@@ -101,8 +107,8 @@ RemoteCompleter::~RemoteCompleter() = default;
 
 std::string RemoteCompleter::describe() const {
   std::string d = "remote " + http_->url().origin() + http_->url().base_path + " (" +
-                  remote::remote_api_name(options_.remote.api) + ", " + engine::fim_mode_name(prompts_->mode()) +
-                  " prompts)";
+                  remote::remote_api_name(options_.remote.api) + ", " +
+                  engine::fim_mode_name(prompts_->mode()) + " prompts)";
   if (local_) d += ", fallback " + local_->describe();
   return d;
 }
@@ -124,10 +130,19 @@ lsp::CompletionResult RemoteCompleter::complete(const lsp::CompletionRequest& re
   try {
     return complete_remote(q, cancel);
   } catch (const remote::HttpError& e) {
-    note_failure(e.what());
-    if (cancel.cancelled()) return {};
-    return answer_without_server(request, cancel, e.what());
+    return after_failure(request, cancel, e.what());
+  } catch (const nlohmann::json::exception& e) {  // an event whose fields have unexpected types
+    return after_failure(request, cancel,
+                         std::string("the server sent an unexpected event: ") + e.what());
   }
+}
+
+lsp::CompletionResult RemoteCompleter::after_failure(const lsp::CompletionRequest& request,
+                                                     const lsp::CancelToken& cancel,
+                                                     const std::string& why) {
+  note_failure(why);
+  if (cancel.cancelled()) return {};
+  return answer_without_server(request, cancel, why);
 }
 
 lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::CancelToken& cancel) {
@@ -163,7 +178,8 @@ lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::Ca
     }
     return true;
   });
-  const auto path = options_.remote.api == remote::RemoteApi::Infill ? "/infill" : "/v1/completions";
+  const auto path =
+      options_.remote.api == remote::RemoteApi::Infill ? "/infill" : "/v1/completions";
   const remote::StreamResult r = http_->post_stream(
       path, body, headers,
       [&](std::string_view piece) {
@@ -204,7 +220,8 @@ lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::Ca
     else
       counters_["completed"] = counters_["completed"].get<uint64_t>() + 1;
     if (stop == "rules")
-      counters_["streamsClosedByStopRules"] = counters_["streamsClosedByStopRules"].get<uint64_t>() + 1;
+      counters_["streamsClosedByStopRules"] =
+          counters_["streamsClosedByStopRules"].get<uint64_t>() + 1;
   }
   note_success();
   if (r.end != remote::StreamEnd::Cancelled) spdlog::info("completion: {}", result.stats.dump());
@@ -212,7 +229,8 @@ lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::Ca
 }
 
 lsp::CompletionResult RemoteCompleter::answer_without_server(const lsp::CompletionRequest& request,
-                                                             const lsp::CancelToken& cancel, const std::string& why) {
+                                                             const lsp::CancelToken& cancel,
+                                                             const std::string& why) {
   if (local_) {
     lsp::CompletionResult r = local_->complete(request, cancel);
     r.stats["backend"] = "local";
@@ -252,15 +270,21 @@ std::string RemoteCompleter::request_body(const Request& q) const {
   std::vector<int32_t> far, prefix, suffix;
   std::vector<int32_t>* part = nullptr;
   for (int32_t t : tokens) {
-    if (t == fim.file_sep) part = &far;
-    else if (t == fim.pre) part = &prefix;
-    else if (t == fim.suf) part = &suffix;
-    else if (t == fim.mid) part = nullptr;
-    else if (part) part->push_back(t);
+    if (t == fim.file_sep)
+      part = &far;
+    else if (t == fim.pre)
+      part = &prefix;
+    else if (t == fim.suf)
+      part = &suffix;
+    else if (t == fim.mid)
+      part = nullptr;
+    else if (part)
+      part->push_back(t);
   }
   nlohmann::json extra = nlohmann::json::array();
   if (!far.empty())
-    extra.push_back({{"filename", file_name(q.request.uri)}, {"text", tokenizer_->decode_continuation(far)}});
+    extra.push_back(
+        {{"filename", file_name(q.request.uri)}, {"text", tokenizer_->decode_continuation(far)}});
   body = {{"input_prefix", tokenizer_->decode(prefix)},
           {"input_suffix", tokenizer_->decode_continuation(suffix)},
           {"input_extra", extra},
@@ -272,19 +296,24 @@ std::string RemoteCompleter::request_body(const Request& q) const {
   return body.dump();
 }
 
-std::optional<std::string> RemoteCompleter::event_text(std::string_view data, bool* server_stopped) {
+std::optional<std::string> RemoteCompleter::event_text(std::string_view data,
+                                                       bool* server_stopped) {
   if (data == "[DONE]") {
     *server_stopped = true;
     return std::nullopt;
   }
   const auto event = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
   if (event.is_discarded() || !event.is_object())
-    throw remote::HttpError("the server sent an event that is not JSON: " + std::string(data.substr(0, 200)), false);
-  if (event.contains("error")) throw remote::HttpError("the server reported: " + event["error"].dump(), false);
+    throw remote::HttpError(
+        "the server sent an event that is not JSON: " + std::string(data.substr(0, 200)), false);
+  if (event.contains("error"))
+    throw remote::HttpError("the server reported: " + event["error"].dump(), false);
   std::string text;
-  if (const auto choices = event.find("choices"); choices != event.end() && choices->is_array() && !choices->empty()) {
+  if (const auto choices = event.find("choices");
+      choices != event.end() && choices->is_array() && !choices->empty()) {
     const auto& choice = choices->front();
-    if (auto t = choice.find("text"); t != choice.end() && t->is_string()) text = t->get<std::string>();
+    if (auto t = choice.find("text"); t != choice.end() && t->is_string())
+      text = t->get<std::string>();
     if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) {
       *server_stopped = true;
       server_stop_reason_ = f->get<std::string>();
@@ -314,9 +343,12 @@ void RemoteCompleter::note_failure(const std::string& why) {
   // Said once per outage: a half-open trial that fails again stays quiet.
   if (outage_announced_) return;
   outage_announced_ = true;
-  spdlog::warn("remote: {} failed {} times in a row (last: {}); answering {} and trying the server again every {} ms",
-               counters_["server"].get<std::string>(), breaker_.consecutive_failures(), why,
-               local_ ? "from the local model" : "with no completions", options_.remote.breaker_cool_down_ms);
+  spdlog::warn(
+      "remote: {} failed {} times in a row (last: {}); answering {} and trying the server again "
+      "every {} ms",
+      counters_["server"].get<std::string>(), breaker_.consecutive_failures(), why,
+      local_ ? "from the local model" : "with no completions",
+      options_.remote.breaker_cool_down_ms);
 }
 
 void RemoteCompleter::note_success() {

@@ -34,14 +34,18 @@ class RemoteCompleter : public lsp::Completer {
                   std::unique_ptr<lsp::Completer> local);
   ~RemoteCompleter() override;
 
-  lsp::CompletionResult complete(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel) override;
+  lsp::CompletionResult complete(const lsp::CompletionRequest& request,
+                                 const lsp::CancelToken& cancel) override;
   std::string describe() const override;
   std::string counters_json() const override;
 
  private:
   struct Request;
   lsp::CompletionResult complete_remote(Request& q, const lsp::CancelToken& cancel);
-  lsp::CompletionResult answer_without_server(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel,
+  lsp::CompletionResult after_failure(const lsp::CompletionRequest& request,
+                                      const lsp::CancelToken& cancel, const std::string& why);
+  lsp::CompletionResult answer_without_server(const lsp::CompletionRequest& request,
+                                              const lsp::CancelToken& cancel,
                                               const std::string& why);
   std::string request_body(const Request& q) const;
   // The text of one streamed event, or nullopt when it ends the stream.
@@ -58,7 +62,7 @@ class RemoteCompleter : public lsp::Completer {
   std::unique_ptr<remote::HttpClient> http_;
   std::string authorization_;  // "Bearer <key>", or empty
   remote::CircuitBreaker breaker_;
-  bool outage_announced_ = false;  // the log said the server is skipped; cleared when it answers
+  bool outage_announced_ = false;   // the log said the server is skipped; cleared when it answers
   std::string server_stop_reason_;  // the current request's finish reason, when the server gave one
 
   // Counters for `ghostline/stats`, read from the I/O thread.

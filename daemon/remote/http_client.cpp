@@ -59,7 +59,8 @@ Url Url::parse(std::string_view text) {
                                 "' carries credentials; give the API key with --api-key-env VAR");
   if (authority.starts_with('[')) {  // [IPv6]:port
     const size_t close = authority.find(']');
-    if (close == std::string_view::npos) throw std::invalid_argument("URL '" + std::string(text) + "': unclosed '['");
+    if (close == std::string_view::npos)
+      throw std::invalid_argument("URL '" + std::string(text) + "': unclosed '['");
     u.host = authority.substr(1, close - 1);
     authority.remove_prefix(close + 1);
     if (authority.starts_with(':')) u.port = authority.substr(1);
@@ -102,8 +103,10 @@ class HttpClient::Connection {
   // Calls `f` with the stream that HTTP goes through.
   template <class F>
   void with_stream(F&& f) {
-    if (tls_) f(*tls_);
-    else f(*plain_);
+    if (tls_)
+      f(*tls_);
+    else
+      f(*plain_);
   }
   // Closes the socket: pending operations finish with an error, and the server sees the close.
   void close() {
@@ -138,7 +141,9 @@ class HttpClient::Impl {
       if (!options_.ca_file.empty()) {
         beast::error_code ec;
         tls_->load_verify_file(options_.ca_file, ec);
-        if (ec) throw std::invalid_argument("cannot load CA certificates from '" + options_.ca_file + "': " + ec.message());
+        if (ec)
+          throw std::invalid_argument("cannot load CA certificates from '" + options_.ca_file +
+                                      "': " + ec.message());
       }
       tls_->set_verify_mode(ssl::verify_peer);
     }
@@ -151,7 +156,7 @@ class HttpClient::Impl {
     ++counters_.requests;
 
     http::request<http::string_body> req{http::verb::post, url_.base_path + std::string(path), 11};
-    req.set(http::field::host, url_.host);
+    req.set(http::field::host, host_header());
     req.set(http::field::user_agent, "ghostline");
     req.set(http::field::content_type, "application/json");
     req.set(http::field::accept, "text/event-stream");
@@ -171,7 +176,8 @@ class HttpClient::Impl {
         if (!conn) conn = connect(cancel);
         if (!conn) return cancelled(result);
         parser = std::make_unique<http::response_parser<http::buffer_body>>();
-        if (!send(*conn, req, cancel) || !read_header(*conn, *parser, result.reused_connection, cancel))
+        if (!send(*conn, req, cancel) ||
+            !read_header(*conn, *parser, result.reused_connection, cancel))
           return cancelled(result);
         break;
       } catch (const HttpError& e) {
@@ -191,6 +197,14 @@ class HttpClient::Impl {
   size_t idle() const { return idle_.size(); }
 
  private:
+  // host[:port] as the request's Host header (the port only when it is not the scheme's).
+  std::string host_header() const {
+    const std::string host =
+        url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host;
+    const bool default_port = url_.port == (url_.tls ? "443" : "80");
+    return default_port ? host : host + ":" + url_.port;
+  }
+
   StreamResult& cancelled(StreamResult& r) {
     r.end = StreamEnd::Cancelled;
     ++counters_.streams_closed_early;
@@ -238,11 +252,12 @@ class HttpClient::Impl {
     beast::error_code ec;
     bool done = false;
     tcp::resolver::results_type endpoints;
-    resolver.async_resolve(url_.host, url_.port, [&](beast::error_code e, tcp::resolver::results_type r) {
-      ec = e;
-      endpoints = std::move(r);
-      done = true;
-    });
+    resolver.async_resolve(url_.host, url_.port,
+                           [&](beast::error_code e, tcp::resolver::results_type r) {
+                             ec = e;
+                             endpoints = std::move(r);
+                             done = true;
+                           });
     if (!run_until(done, cancel, nullptr)) {
       resolver.cancel();
       return nullptr;
@@ -265,13 +280,15 @@ class HttpClient::Impl {
         done = true;
       });
       if (!run_until(done, cancel, conn.get())) return nullptr;
-      if (ec) throw HttpError("TLS handshake with " + url_.origin() + " failed: " + ec.message(), true);
+      if (ec)
+        throw HttpError("TLS handshake with " + url_.origin() + " failed: " + ec.message(), true);
     }
     ++counters_.connections_opened;
     return conn;
   }
 
-  bool send(Connection& conn, http::request<http::string_body>& req, const std::atomic<bool>* cancel) {
+  bool send(Connection& conn, http::request<http::string_body>& req,
+            const std::atomic<bool>* cancel) {
     beast::error_code ec;
     bool done = false;
     conn.tcp().expires_after(options_.read_timeout);
@@ -310,8 +327,9 @@ class HttpClient::Impl {
   }
 
   // Reads the body in pieces as they arrive.
-  StreamResult receive(std::unique_ptr<Connection> owned, http::response_parser<http::buffer_body>& parser,
-                       Clock::time_point start, const OnBody& on_body, const std::atomic<bool>* cancel,
+  StreamResult receive(std::unique_ptr<Connection> owned,
+                       http::response_parser<http::buffer_body>& parser, Clock::time_point start,
+                       const OnBody& on_body, const std::atomic<bool>* cancel,
                        StreamResult& result) {
     Connection& conn = *owned;
     beast::error_code ec;
@@ -341,7 +359,8 @@ class HttpClient::Impl {
       if (result.first_byte_ms < 0) result.first_byte_ms = ms_between(start, Clock::now());
       result.body_bytes += n;
       if (result.status != 200) {
-        error_body.append(piece, std::min(n, kErrorBodyBytes - std::min(kErrorBodyBytes, error_body.size())));
+        error_body.append(
+            piece, std::min(n, kErrorBodyBytes - std::min(kErrorBodyBytes, error_body.size())));
         continue;
       }
       if (!on_body(std::string_view(piece, n))) {
@@ -350,8 +369,9 @@ class HttpClient::Impl {
       }
     }
     if (result.status != 200)
-      throw HttpError(url_.origin() + " answered " + std::to_string(result.status) + ": " + error_body, false,
-                      result.status);
+      throw HttpError(
+          url_.origin() + " answered " + std::to_string(result.status) + ": " + error_body, false,
+          result.status);
     if (stopped) {
       // Closing is what tells the server to stop generating.
       conn.close();
@@ -369,10 +389,11 @@ class HttpClient::Impl {
 
   HttpError read_error(const std::string& when, const beast::error_code& ec) const {
     if (ec == beast::error::timeout)
-      return HttpError(url_.origin() + " sent nothing for " + std::to_string(options_.read_timeout.count()) +
-                           " ms (" + when + ")",
+      return HttpError(url_.origin() + " sent nothing for " +
+                           std::to_string(options_.read_timeout.count()) + " ms (" + when + ")",
                        false);
-    return HttpError("connection to " + url_.origin() + " lost " + when + ": " + ec.message(), false);
+    return HttpError("connection to " + url_.origin() + " lost " + when + ": " + ec.message(),
+                     false);
   }
 
   Url url_;
@@ -387,12 +408,17 @@ HttpClient::HttpClient(Url url, HttpClientOptions options)
     : url_(std::move(url)), impl_(std::make_unique<Impl>(url_, std::move(options))) {}
 HttpClient::~HttpClient() = default;
 
-StreamResult HttpClient::post_stream(std::string_view path, const std::string& body, const Headers& headers,
-                                     const OnBody& on_body, const std::atomic<bool>* cancel) {
+StreamResult HttpClient::post_stream(std::string_view path, const std::string& body,
+                                     const Headers& headers, const OnBody& on_body,
+                                     const std::atomic<bool>* cancel) {
   return impl_->post_stream(path, body, headers, on_body, cancel);
 }
 
-HttpClientCounters HttpClient::counters() const { return impl_->counters(); }
-size_t HttpClient::idle_connections() const { return impl_->idle(); }
+HttpClientCounters HttpClient::counters() const {
+  return impl_->counters();
+}
+size_t HttpClient::idle_connections() const {
+  return impl_->idle();
+}
 
 }  // namespace ghostline::daemon::remote

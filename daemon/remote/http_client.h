@@ -56,17 +56,17 @@ class HttpError : public std::runtime_error {
 };
 
 enum class StreamEnd {
-  Complete,  // the server ended the response
-  Stopped,   // the reader asked to stop; the connection was closed
-  Cancelled, // the cancel flag was set; the connection was closed
+  Complete,   // the server ended the response
+  Stopped,    // the reader asked to stop; the connection was closed
+  Cancelled,  // the cancel flag was set; the connection was closed
 };
 
 struct StreamResult {
   StreamEnd end = StreamEnd::Complete;
   int status = 0;
   bool reused_connection = false;
-  int retries = 0;               // connection failures retried before this request went through
-  double first_byte_ms = -1;     // from the call to the first byte of the response body
+  int retries = 0;            // connection failures retried before this request went through
+  double first_byte_ms = -1;  // from the call to the first byte of the response body
   size_t body_bytes = 0;
 };
 

@@ -8,6 +8,8 @@ std::optional<RemoteApi> parse_remote_api(std::string_view word) {
   return std::nullopt;
 }
 
-const char* remote_api_name(RemoteApi api) { return api == RemoteApi::Infill ? "infill" : "openai"; }
+const char* remote_api_name(RemoteApi api) {
+  return api == RemoteApi::Infill ? "infill" : "openai";
+}
 
 }  // namespace ghostline::daemon::remote

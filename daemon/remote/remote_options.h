@@ -23,11 +23,11 @@ struct RemoteOptions {
   std::string ca_file;      // https: CA certificates (PEM) trusted besides the system's
   RemoteApi api = RemoteApi::OpenAi;
   int connect_timeout_ms = 2000;
-  int read_timeout_ms = 10000;  // the longest silence of the server within one request
-  int retries = 2;              // for connection failures only: nothing was sent yet
-  int retry_backoff_ms = 50;    // doubles with each retry
-  int pool_size = 4;            // idle keep-alive connections kept
-  int breaker_failures = 3;     // consecutive failed requests that open the circuit breaker
+  int read_timeout_ms = 10000;       // the longest silence of the server within one request
+  int retries = 2;                   // for connection failures only: nothing was sent yet
+  int retry_backoff_ms = 50;         // doubles with each retry
+  int pool_size = 4;                 // idle keep-alive connections kept
+  int breaker_failures = 3;          // consecutive failed requests that open the circuit breaker
   int breaker_cool_down_ms = 10000;  // then requests skip the server this long
 };
 

@@ -19,8 +19,10 @@ bool SseParser::feed(std::string_view bytes) {
     line_.append(bytes.substr(i, end - i));
     i = end + 1;
     if (bytes[end] == '\r') {
-      if (i < bytes.size() && bytes[i] == '\n') ++i;
-      else if (i == bytes.size()) after_cr_ = true;
+      if (i < bytes.size() && bytes[i] == '\n')
+        ++i;
+      else if (i == bytes.size())
+        after_cr_ = true;
     }
     std::string complete;
     complete.swap(line_);

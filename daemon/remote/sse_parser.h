@@ -25,7 +25,10 @@ class SseParser {
   // Parses the next bytes of the stream. Returns false once the event handler asked to stop.
   bool feed(std::string_view bytes);
   // The stream ended: an event not closed by a blank line is dropped, as the standard says.
-  void finish() { reset_event(); line_.clear(); }
+  void finish() {
+    reset_event();
+    line_.clear();
+  }
 
   size_t events() const { return events_; }
 
@@ -34,7 +37,7 @@ class SseParser {
   void reset_event();
 
   OnEvent on_event_;
-  std::string line_;  // the unfinished line of the previous chunk
+  std::string line_;       // the unfinished line of the previous chunk
   bool after_cr_ = false;  // the previous chunk ended with CR: a following LF ends nothing
   bool first_line_ = true;
   SseEvent event_;

@@ -61,7 +61,8 @@ TEST(Url, RejectsWhatItCannotUse) {
   EXPECT_THROW(Url::parse("localhost:8000"), std::invalid_argument);
   EXPECT_THROW(Url::parse("http://:8000"), std::invalid_argument);
   EXPECT_THROW(Url::parse("http://host:80a"), std::invalid_argument);
-  EXPECT_THROW(Url::parse("http://user:secret@host"), std::invalid_argument);  // keys go in --api-key-env
+  EXPECT_THROW(Url::parse("http://user:secret@host"),
+               std::invalid_argument);  // keys go in --api-key-env
 }
 
 }  // namespace

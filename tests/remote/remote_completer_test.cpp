@@ -48,7 +48,9 @@ lsp::CompletionRequest request_at_end(std::string text) {
   return r;
 }
 
-json counters(const lsp::Completer& c) { return json::parse(c.counters_json()); }
+json counters(const lsp::Completer& c) {
+  return json::parse(c.counters_json());
+}
 
 // Captures the log, to check what it says (and what it never says).
 class LogCapture {
@@ -69,25 +71,29 @@ class LogCapture {
 
 size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
-  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1)) ++n;
+  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1))
+    ++n;
   return n;
 }
 
 // The completion is what the server streamed, cut by the daemon's own post-processing.
-void expect_post_processed_server_text(const lsp::CompletionRequest& request, const lsp::CompletionResult& r,
-                                       const json& served) {
+void expect_post_processed_server_text(const lsp::CompletionRequest& request,
+                                       const lsp::CompletionResult& r, const json& served) {
   const std::string generated = r.stats.at("generatedText");
   const std::string streamed = served.at("text");
-  EXPECT_EQ(streamed.substr(0, generated.size()), generated) << "the daemon saw what the server sent";
+  EXPECT_EQ(streamed.substr(0, generated.size()), generated)
+      << "the daemon saw what the server sent";
   const std::string stop = r.stats.at("stop");
   const bool cut_short = stop == "length" || stop == "deadline";
-  EXPECT_EQ(r.insert_text, syntax::finish_completion(syntax::shape_at(request.text, request.cursor), generated, cut_short));
+  EXPECT_EQ(r.insert_text, syntax::finish_completion(syntax::shape_at(request.text, request.cursor),
+                                                     generated, cut_short));
 }
 
 TEST(RemoteCompleter, SendsTheFimPromptAsTextToAnOpenAiCompatibleServer) {
   TestServer server(kFimModel);
   RemoteCompleter completer(remote_options(server.url()), kFimVocabulary, nullptr);
-  const auto request = request_at_end("#include <stdio.h>\n\nint main(void) {\n  int total = 0;\n  for (int i = 0; i < 10; ++i) {");
+  const auto request = request_at_end(
+      "#include <stdio.h>\n\nint main(void) {\n  int total = 0;\n  for (int i = 0; i < 10; ++i) {");
   const auto r = completer.complete(request, lsp::CancelToken());
 
   const json s = server.stats();
@@ -115,7 +121,8 @@ TEST(RemoteCompleter, StreamsACompletionThroughTheServer) {
   const auto r = completer.complete(request, lsp::CancelToken());
 
   const json served = server.stats().at("last");
-  EXPECT_EQ(served.at("prompt"), request.text) << "no FIM tokens: the prompt is the text before the cursor";
+  EXPECT_EQ(served.at("prompt"), request.text)
+      << "no FIM tokens: the prompt is the text before the cursor";
   EXPECT_EQ(served.at("promptTokens"), r.stats.at("promptTokens"));
   const std::string streamed = served.at("text");
   ASSERT_FALSE(streamed.empty());
@@ -177,7 +184,9 @@ TEST(RemoteCompleter, ACancelClosesTheStreamAndTheServerStops) {
   lsp::CancelToken cancel;
   std::thread canceller([&] {
     // Cancel once the server is streaming this request.
-    server.wait_for([](const json& s) { return !s.at("last").is_null() && !s.at("last").at("text").get<std::string>().empty(); });
+    server.wait_for([](const json& s) {
+      return !s.at("last").is_null() && !s.at("last").at("text").get<std::string>().empty();
+    });
     cancel.cancel();
   });
   const auto r = completer.complete(request_at_end("int main() {"), cancel);
@@ -186,7 +195,9 @@ TEST(RemoteCompleter, ACancelClosesTheStreamAndTheServerStops) {
   EXPECT_EQ(counters(completer).at("cancelledStreams"), 1);
   EXPECT_EQ(counters(completer).at("failures"), 0);
 
-  const json s = server.wait_for([](const json& s) { return s.at("closedEarly") == 1 && !s.at("last").at("reason").is_null(); });
+  const json s = server.wait_for([](const json& s) {
+    return s.at("closedEarly") == 1 && !s.at("last").at("reason").is_null();
+  });
   EXPECT_EQ(s.at("closedEarly"), 1) << "the server saw the stream close";
   EXPECT_EQ(s.at("last").at("reason"), "closed") << "and stopped generating";
   EXPECT_EQ(s.at("completed"), 0);
@@ -207,7 +218,8 @@ TEST(RemoteCompleter, StopRulesCloseTheStream) {
   EXPECT_EQ(r.stats.at("streamClosedEarly"), true);
   EXPECT_LT(r.stats.at("textEvents").get<int>(), 64);
   EXPECT_EQ(counters(completer).at("streamsClosedByStopRules"), 1);
-  const json s = server.wait_for([](const json& s) { return !s.at("last").at("reason").is_null(); });
+  const json s =
+      server.wait_for([](const json& s) { return !s.at("last").at("reason").is_null(); });
   EXPECT_EQ(s.at("last").at("reason"), "closed") << "the server stopped before its 64 tokens";
   EXPECT_EQ(s.at("closedEarly"), 1);
   expect_post_processed_server_text(request, r, s.at("last"));
@@ -221,10 +233,12 @@ TEST(RemoteCompleter, AServerThatSendsNothingTimesOut) {
   const auto r = completer.complete(request_at_end("int main() {"), lsp::CancelToken());
   EXPECT_EQ(r.insert_text, "");
   EXPECT_EQ(r.stats.at("answeredEmpty"), true);
-  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("sent nothing for 300 ms"), std::string::npos)
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("sent nothing for 300 ms"),
+            std::string::npos)
       << r.stats.dump();
   EXPECT_EQ(counters(completer).at("failures"), 1);
-  EXPECT_EQ(counters(completer).at("connectRetries"), 0) << "a request the server received is not sent again";
+  EXPECT_EQ(counters(completer).at("connectRetries"), 0)
+      << "a request the server received is not sent again";
 }
 
 TEST(RemoteCompleter, SurvivesAServerThatDiesMidStreamAndOpensTheBreaker) {
@@ -238,12 +252,15 @@ TEST(RemoteCompleter, SurvivesAServerThatDiesMidStreamAndOpensTheBreaker) {
 
   auto r = completer.complete(request, lsp::CancelToken());  // the server exits after two tokens
   EXPECT_EQ(r.stats.at("answeredEmpty"), true);
-  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("lost"), std::string::npos) << r.stats.dump();
-  for (int i = 0; i < 100 && !server.exited(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("lost"), std::string::npos)
+      << r.stats.dump();
+  for (int i = 0; i < 100 && !server.exited(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_TRUE(server.exited());
 
   r = completer.complete(request, lsp::CancelToken());  // nothing listens now: connect fails
-  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("cannot connect"), std::string::npos);
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("cannot connect"),
+            std::string::npos);
   json c = counters(completer);
   EXPECT_EQ(c.at("failures"), 2);
   EXPECT_EQ(c.at("connectRetries"), options.remote.retries);
@@ -339,14 +356,16 @@ TEST(RemoteCompleter, SpeaksHttpsAndVerifiesTheServerCertificate) {
   RemoteCompleter untrusting(options, kVocabulary, nullptr);
   auto r = untrusting.complete(request_at_end("int main() {"), lsp::CancelToken());
   EXPECT_EQ(r.stats.at("answeredEmpty"), true);
-  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("TLS handshake"), std::string::npos) << r.stats.dump();
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("TLS handshake"), std::string::npos)
+      << r.stats.dump();
   // Trusted, but reached under a name the certificate does not carry (it names localhost only).
   options.remote.ca_file = certificate.cert;
   options.remote.url = "https://127.0.0.1:" + std::to_string(server.port());
   RemoteCompleter wrong_name(options, kVocabulary, nullptr);
   r = wrong_name.complete(request_at_end("int main() {"), lsp::CancelToken());
   EXPECT_EQ(r.stats.at("answeredEmpty"), true);
-  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("TLS handshake"), std::string::npos) << r.stats.dump();
+  EXPECT_NE(r.stats.at("remoteSkipped").get<std::string>().find("TLS handshake"), std::string::npos)
+      << r.stats.dump();
   EXPECT_EQ(server.stats().at("requests"), 1);
 }
 

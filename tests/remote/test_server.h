@@ -2,13 +2,13 @@
 // a real server process for the remote-backend tests, and reads its /stats.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <arpa/inet.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -44,15 +44,18 @@ class TestServer {
                       std::string tls_key = "")
       : tls_cert_(std::move(tls_cert)) {
     if (!std::filesystem::exists("tools/remote-server/node_modules/node-llama-cpp"))
-      throw std::runtime_error("the test server's packages are missing: run tools/remote-server/setup");
+      throw std::runtime_error(
+          "the test server's packages are missing: run tools/remote-server/setup");
     int out[2];
     if (pipe(out) != 0) throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, out[0]);
-    std::vector<std::string> args = {"node", "tools/remote-server/server.mjs", "--model", model,
-                                     "--port", std::to_string(port), "--threads", "1"};
+    std::vector<std::string> args = {"node",      "tools/remote-server/server.mjs",
+                                     "--model",   model,
+                                     "--port",    std::to_string(port),
+                                     "--threads", "1"};
     if (!tls_cert_.empty()) {
       args.insert(args.end(), {"--tls-cert", tls_cert_, "--tls-key", tls_key});
     }
@@ -91,13 +94,17 @@ class TestServer {
     if (!stats_client_) {
       daemon::remote::HttpClientOptions options;
       options.ca_file = tls_cert_;
-      stats_client_ = std::make_unique<daemon::remote::HttpClient>(daemon::remote::Url::parse(url()), options);
+      stats_client_ =
+          std::make_unique<daemon::remote::HttpClient>(daemon::remote::Url::parse(url()), options);
     }
     std::string body;
-    stats_client_->post_stream("/stats", "{}", {}, [&](std::string_view piece) {
-      body += piece;
-      return true;
-    }, nullptr);
+    stats_client_->post_stream(
+        "/stats", "{}", {},
+        [&](std::string_view piece) {
+          body += piece;
+          return true;
+        },
+        nullptr);
     return nlohmann::json::parse(body);
   }
 
@@ -149,10 +156,12 @@ struct TestCertificate {
     if (!mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
     cert = std::string(dir) + "/cert.pem";
     key = std::string(dir) + "/key.pem";
-    const std::string command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + host +
-                                " -addext subjectAltName=DNS:" + host + " -keyout " + key + " -out " + cert +
-                                " 2>/dev/null";
-    if (std::system(command.c_str()) != 0) throw std::runtime_error("openssl could not make a certificate");
+    const std::string command =
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=" + host +
+        " -addext subjectAltName=DNS:" + host + " -keyout " + key + " -out " + cert +
+        " 2>/dev/null";
+    if (std::system(command.c_str()) != 0)
+      throw std::runtime_error("openssl could not make a certificate");
   }
   ~TestCertificate() {
     std::error_code ignored;
