@@ -26,6 +26,41 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
         return mode.has_value();
       },
       speculation_mode_name(o.speculation));
+  p.option(
+      "--backend", "NAME",
+      "auto (CUDA when built and a device exists, else cpu), cpu, cuda, or remote (an inference server: "
+      "--url)",
+      [&o](std::string_view word) {
+        auto backend = parse_backend_choice(word);
+        if (backend) o.backend = *backend;
+        return backend.has_value();
+      },
+      backend_choice_name(o.backend));
+  add_remote_options(p, o.remote);
+}
+
+void add_remote_options(ArgParser& p, remote::RemoteOptions& o) {
+  p.option("--url", "URL",
+           "--backend remote: the server, http(s)://HOST[:PORT][/PATH] (OpenAI-compatible: vLLM, SGLang, TGI, "
+           "llama.cpp's server)",
+           &o.url);
+  p.option("--api-key-env", "VAR", "--backend remote: send the API key held in this environment variable",
+           &o.api_key_env);
+  p.option("--remote-model", "NAME", "--backend remote: the model name the server serves (OpenAI `model`)",
+           &o.model);
+  p.option(
+      "--remote-api", "API",
+      "--backend remote: openai (/v1/completions with the FIM prompt as text) or infill (llama.cpp's /infill)",
+      [&o](std::string_view word) {
+        auto api = remote::parse_remote_api(word);
+        if (api) o.api = *api;
+        return api.has_value();
+      },
+      remote::remote_api_name(o.api));
+  p.option("--remote-ca-file", "FILE",
+           "--backend remote: CA certificates (PEM) to trust for https besides the system's", &o.ca_file);
+  p.option("--remote-timeout-ms", "MS", "--backend remote: the longest wait for the server within a request",
+           &o.read_timeout_ms);
 }
 
 }  // namespace ghostline::daemon

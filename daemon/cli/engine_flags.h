@@ -7,5 +7,7 @@
 namespace ghostline::daemon {
 
 void add_engine_options(ArgParser& parser, EngineOptions& options);
+// The remote backend's options (part of add_engine_options).
+void add_remote_options(ArgParser& parser, remote::RemoteOptions& options);
 
 }  // namespace ghostline::daemon

@@ -13,7 +13,9 @@
 #include "daemon/pipeline/completion_stats.h"
 #include "daemon/pipeline/model_slot.h"
 #include "daemon/pipeline/prompt_assembler.h"
+#include "daemon/pipeline/remote_completer.h"
 #include "daemon/pipeline/syntax_context.h"
+#include "engine/gguf/gguf_file.h"
 #include "engine/model/fim.h"
 #include "engine/speculative.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -210,17 +212,9 @@ class EngineCompleter : public lsp::Completer {
 
   bool use_cache() const { return !options_.no_prefix_cache; }
 
-  // Stage 1. An explicit request (the user asked) is always answered.
+  // Stage 1.
   syntax::CompletionContext build_context(const lsp::CompletionRequest& request) const {
-    const auto tree = SyntaxState::tree_for(request);
-    syntax::ContextOptions options;
-    options.fim = prompts_->mode() != engine::FimMode::PrefixOnly;
-    syntax::CompletionContext c = syntax::build_context(tree.get(), request.text, request.cursor, options);
-    if (c.decision == syntax::Decision::None && request.trigger == lsp::TriggerKind::Invoked) {
-      c.decision = c.shape.single_line ? syntax::Decision::SingleLine : syntax::Decision::MultiLine;
-      c.reason = "asked for (" + c.reason + ")";
-    }
-    return c;
+    return SyntaxState::context_for(request, prompts_->mode() != engine::FimMode::PrefixOnly);
   }
 
   // The text of generated tokens, without control tokens.
@@ -258,13 +252,7 @@ class EngineCompleter : public lsp::Completer {
     const int room = longest - q.max_tokens - 8;
     limits.max_prefix_tokens =
         std::min(limits.max_prefix_tokens, std::max(16, room - prompts_->max_suffix_tokens(limits)));
-    const auto* syntax = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
-    std::span<const syntax::FileContext> other_files;
-    std::string_view repo;
-    if (syntax) {
-      other_files = syntax->other_files;
-      repo = syntax->repo;
-    }
+    const auto [other_files, repo] = SyntaxState::prompt_context(request);
     q.prompt = prompts_->build(request.text, request.cursor, limits, other_files, repo);
     q.match = target_->match(q.prompt.tokens, use_cache());
 
@@ -399,8 +387,20 @@ std::string default_model_path() {
   return (dir / "ghostline-code.gguf").string();
 }
 
+// --backend remote: the model file gives the tokenizer (a vocabulary-only file is enough); when
+// it has weights too, it answers while the server is unreachable.
+static std::unique_ptr<lsp::Completer> make_remote_completer(const EngineOptions& options, const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error("--backend remote builds prompts with the model's tokenizer: '" + path +
+                             "' does not exist; pass --model FILE (a vocabulary-only GGUF is enough)");
+  std::unique_ptr<lsp::Completer> local;
+  if (!engine::GgufFile::open(path)->tensors().empty()) local = std::make_unique<EngineCompleter>(options, path);
+  return std::make_unique<RemoteCompleter>(options, path, std::move(local));
+}
+
 std::unique_ptr<lsp::Completer> make_completion_service(const EngineOptions& options) {
   std::string path = options.model.empty() ? default_model_path() : options.model;
+  if (options.backend == BackendChoice::Remote) return make_remote_completer(options, path);
   if (!std::filesystem::exists(path)) {
     if (!options.model.empty())
       throw std::runtime_error("model file '" + path + "' does not exist");

@@ -10,7 +10,27 @@ constexpr struct {
               {SpeculationMode::Ngram, "ngram"},
               {SpeculationMode::Draft, "draft"},
               {SpeculationMode::Off, "off"}};
+
+constexpr struct {
+  BackendChoice backend;
+  const char* name;
+} kBackends[] = {{BackendChoice::Auto, "auto"},
+                 {BackendChoice::Cpu, "cpu"},
+                 {BackendChoice::Cuda, "cuda"},
+                 {BackendChoice::Remote, "remote"}};
 }  // namespace
+
+std::optional<BackendChoice> parse_backend_choice(std::string_view word) {
+  for (const auto& b : kBackends)
+    if (word == b.name) return b.backend;
+  return std::nullopt;
+}
+
+const char* backend_choice_name(BackendChoice backend) {
+  for (const auto& b : kBackends)
+    if (backend == b.backend) return b.name;
+  return "?";
+}
 
 std::optional<SpeculationMode> parse_speculation_mode(std::string_view word) {
   for (const auto& m : kModes)

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/remote/remote_options.h"
+
 namespace ghostline::daemon {
 
 inline constexpr int kDefaultMaxTokens = 48;
@@ -19,6 +21,12 @@ enum class SpeculationMode {
   Off,    // one target step per token (to measure what speculation saves)
 };
 
+// Where completions are computed. Auto: CUDA when built and a device exists, else the CPU.
+enum class BackendChoice { Auto, Cpu, Cuda, Remote };
+
+std::optional<BackendChoice> parse_backend_choice(std::string_view word);
+const char* backend_choice_name(BackendChoice backend);
+
 std::optional<SpeculationMode> parse_speculation_mode(std::string_view word);
 const char* speculation_mode_name(SpeculationMode mode);
 
@@ -31,6 +39,8 @@ struct EngineOptions {
   bool no_prefix_cache = false;  // for benchmarks: compute every prompt from scratch
   SpeculationMode speculation = SpeculationMode::Auto;
   std::string draft;  // draft model for speculative decoding (same vocabulary); empty: none
+  BackendChoice backend = BackendChoice::Auto;
+  remote::RemoteOptions remote;  // --backend remote: the server and how to reach it
 };
 
 }  // namespace ghostline::daemon

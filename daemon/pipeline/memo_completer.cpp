@@ -53,9 +53,12 @@ std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(const lsp::Comple
 
 std::string MemoCompleter::counters_json() const {
   auto s = memory_.stats();
-  return nlohmann::json{{"modelCalls", inner_calls_.load()},
-                        {"memory", {{"remembered", s.remembered}, {"recalls", s.recalls}, {"hits", s.hits}}}}
-      .dump();
+  nlohmann::json j{{"modelCalls", inner_calls_.load()},
+                   {"memory", {{"remembered", s.remembered}, {"recalls", s.recalls}, {"hits", s.hits}}}};
+  // The wrapped completer's own counters (the remote backend's server, breaker and streams).
+  if (auto inner = nlohmann::json::parse(inner_->counters_json(), nullptr, false); inner.is_object() && !inner.empty())
+    j["backend"] = std::move(inner);
+  return j.dump();
 }
 
 }  // namespace ghostline::daemon

@@ -95,4 +95,22 @@ std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::Com
   return fresh.snapshot(request.version);
 }
 
+syntax::CompletionContext SyntaxState::context_for(const lsp::CompletionRequest& request, bool fim) {
+  const auto tree = tree_for(request);
+  syntax::ContextOptions options;
+  options.fim = fim;
+  syntax::CompletionContext c = syntax::build_context(tree.get(), request.text, request.cursor, options);
+  if (c.decision == syntax::Decision::None && request.trigger == lsp::TriggerKind::Invoked) {
+    c.decision = c.shape.single_line ? syntax::Decision::SingleLine : syntax::Decision::MultiLine;
+    c.reason = "asked for (" + c.reason + ")";
+  }
+  return c;
+}
+
+SyntaxState::PromptContext SyntaxState::prompt_context(const lsp::CompletionRequest& request) {
+  const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
+  if (!a) return {};
+  return PromptContext{a->other_files, a->repo};
+}
+
 }  // namespace ghostline::daemon

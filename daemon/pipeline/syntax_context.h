@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lsp/completer.h"
+#include "syntax/context_builder.h"
 #include "syntax/cross_file.h"
 #include "syntax/document_tree.h"
 
@@ -42,6 +43,17 @@ class SyntaxState {
   // version and text; none for a request derived from an attached one (prefetch); a fresh parse
   // for a request that never had one (one-shot commands).
   static std::shared_ptr<const syntax::TreeSnapshot> tree_for(const lsp::CompletionRequest& request);
+
+  // Engine thread: the pipeline's context stage. `fim`: the model sees the text after the
+  // cursor. A request the user made explicitly is always answered.
+  static syntax::CompletionContext context_for(const lsp::CompletionRequest& request, bool fim);
+
+  // What the prompt takes from the attachment: the other files' snippets and the repository.
+  struct PromptContext {
+    std::span<const syntax::FileContext> other_files;
+    std::string_view repo;
+  };
+  static PromptContext prompt_context(const lsp::CompletionRequest& request);
 
   // The rows whose names pick the other files' snippets end on this grid, so that the snippets
   // stay the same while the user types within a stretch of lines.

@@ -1,0 +1,88 @@
+// Completions from an inference server (vLLM, SGLang, TGI, llama.cpp's server): the daemon keeps
+// every editor-side stage (context, prompt, post-processing, stop rules) and sends only the
+// generation to the server, streamed, so that a stale request closes its stream and the server
+// stops computing. A server that keeps failing opens a circuit breaker: requests then go to the
+// local model when one is loaded, or are answered empty, until a cool-down has passed.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/pipeline/engine_options.h"
+#include "daemon/pipeline/prompt_assembler.h"
+#include "daemon/pipeline/syntax_context.h"
+#include "daemon/remote/circuit_breaker.h"
+#include "daemon/remote/http_client.h"
+#include "lsp/completer.h"
+
+namespace ghostline::engine {
+class Tokenizer;
+}
+
+namespace ghostline::daemon {
+
+class RemoteCompleter : public lsp::Completer {
+ public:
+  // `tokenizer_path`: a GGUF file with the model's vocabulary (weights not needed), for the FIM
+  // template and prompt layout; `local`: the completer used while the breaker is open (may be
+  // null). Throws std::invalid_argument for a bad URL or a missing API key variable.
+  RemoteCompleter(const EngineOptions& options, const std::string& tokenizer_path,
+                  std::unique_ptr<lsp::Completer> local);
+  ~RemoteCompleter() override;
+
+  lsp::CompletionResult complete(const lsp::CompletionRequest& request,
+                                 const lsp::CancelToken& cancel) override;
+  std::string describe() const override;
+  std::string counters_json() const override;
+  // The syntax trees of the open documents, as for the local model (the local fallback takes
+  // the same attachments).
+  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
+                       int64_t version, const std::string& text) override {
+    syntax_.opened(key, uri, language_id, version, text);
+  }
+  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
+    syntax_.edited(key, version, edits);
+  }
+  void document_closed(const std::string& key) override { syntax_.closed(key); }
+  void attach(lsp::CompletionRequest& request, const std::string& key) override {
+    request.attachment = syntax_.attach(request, key);
+  }
+
+ private:
+  struct Request;
+  lsp::CompletionResult complete_remote(Request& q, const lsp::CancelToken& cancel);
+  lsp::CompletionResult after_failure(const lsp::CompletionRequest& request,
+                                      const lsp::CancelToken& cancel, const std::string& why);
+  lsp::CompletionResult answer_without_server(const lsp::CompletionRequest& request,
+                                              const lsp::CancelToken& cancel,
+                                              const std::string& why);
+  std::string request_body(const Request& q) const;
+  // The text of one streamed event, or nullopt when it ends the stream.
+  std::optional<std::string> event_text(std::string_view data, bool* server_stopped);
+  void note_failure(const std::string& why);
+  void note_success();
+  void copy_http_counters();  // under counters_mutex_
+
+  EngineOptions options_;
+  std::string tokenizer_path_;
+  std::unique_ptr<engine::Tokenizer> tokenizer_;
+  std::unique_ptr<PromptAssembler> prompts_;
+  SyntaxState syntax_{/*cross_file=*/true};
+  std::unique_ptr<lsp::Completer> local_;
+  std::unique_ptr<remote::HttpClient> http_;
+  std::string authorization_;  // "Bearer <key>", or empty
+  remote::CircuitBreaker breaker_;
+  bool outage_announced_ = false;   // the log said the server is skipped; cleared when it answers
+  std::string server_stop_reason_;  // the current request's finish reason, when the server gave one
+
+  // Counters for `ghostline/stats`, read from the I/O thread.
+  mutable std::mutex counters_mutex_;
+  nlohmann::json counters_;
+};
+
+}  // namespace ghostline::daemon
