@@ -36,8 +36,12 @@ std::vector<Definition> find_definitions(const DocumentTree& tree) {
   return out;
 }
 
-void CrossFileIndex::edited(const std::string& key) {
-  if (auto it = docs_.find(key); it != docs_.end()) it->second.dirty = true;
+void CrossFileIndex::edited(const std::string& key, size_t at) {
+  auto it = docs_.find(key);
+  if (it == docs_.end()) return;
+  it->second.dirty = true;
+  it->second.last_edit = at;
+  it->second.edit_serial = ++edits_;
 }
 
 namespace {
@@ -66,7 +70,6 @@ std::string snippet_text(std::string_view text, const Definition& d, size_t max_
 
 std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std::span<const std::string> names,
                                                      const DocumentTrees& trees, const CrossFileLimits& limits) {
-  if (names.empty()) return {};
   // Definitions by name in the other documents, indexed again where they changed.
   struct Found {
     const std::string* key;
@@ -75,6 +78,8 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
   };
   std::unordered_map<std::string_view, std::vector<Found>> by_name;
   size_t searched = 0;
+  Found last_edited{};  // the innermost definition around the latest edit in another document
+  uint64_t last_serial = 0;
   for (auto& [k, doc] : docs_) {
     if (k == key) continue;
     const DocumentTree* tree = trees.find(k);
@@ -84,7 +89,13 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
       doc.definitions = find_definitions(*tree);
       doc.dirty = false;
     }
-    for (const Definition& d : doc.definitions) by_name[d.name].push_back(Found{&k, &doc, &d});
+    for (const Definition& d : doc.definitions) {
+      by_name[d.name].push_back(Found{&k, &doc, &d});
+      if (doc.edit_serial > last_serial && d.begin <= doc.last_edit && doc.last_edit <= d.end &&
+          (last_edited.doc != &doc || d.end - d.begin < last_edited.def->end - last_edited.def->begin))
+        last_edited = Found{&k, &doc, &d};
+    }
+    if (last_edited.doc == &doc) last_serial = doc.edit_serial;
   }
 
   // The most wanted names first, each definition once, until the budget is spent.
@@ -98,10 +109,12 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
   std::vector<Chosen> chosen;
   std::unordered_set<const Definition*> taken;
   size_t bytes = 0;
-  for (const std::string& name : names) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) continue;
-    for (const Found& f : it->second) {
+  std::vector<Found> wanted;
+  for (const std::string& name : names)
+    if (auto it = by_name.find(name); it != by_name.end()) wanted.insert(wanted.end(), it->second.begin(), it->second.end());
+  if (last_edited.doc) wanted.push_back(last_edited);
+  {
+    for (const Found& f : wanted) {
       if (!taken.insert(f.def).second) continue;
       size_t shown_end = 0;
       std::string text = snippet_text(trees.find(*f.key)->text(), *f.def, limits.max_snippet_lines, &shown_end);

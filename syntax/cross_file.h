@@ -41,12 +41,14 @@ struct CrossFileLimits {
 class CrossFileIndex {
  public:
   void opened(const std::string& key, std::string path) { docs_[key] = Doc{std::move(path), {}, true}; }
-  void edited(const std::string& key);
+  // The document changed at byte `at` (of its text after the change).
+  void edited(const std::string& key, size_t at);
   void closed(const std::string& key) { docs_.erase(key); }
 
   // For a request in document `key`: the definitions of `names` (most wanted first) found in
-  // the other documents of `trees`, fitted into the limits, in a stable order (by document
-  // path, then position) so that the prompt's head stays the same while the user types.
+  // the other documents of `trees`, then the definition the user last edited in another
+  // document, fitted into the limits, in a stable order (by document path, then position) so
+  // that the prompt's head stays the same while the user types.
   std::vector<FileContext> context_for(const std::string& key, std::span<const std::string> names,
                                        const DocumentTrees& trees, const CrossFileLimits& limits);
 
@@ -55,8 +57,11 @@ class CrossFileIndex {
     std::string path;
     std::vector<Definition> definitions;
     bool dirty = true;
+    size_t last_edit = 0;       // where it was last edited
+    uint64_t edit_serial = 0;   // when (0: never since it was opened)
   };
   std::unordered_map<std::string, Doc> docs_;
+  uint64_t edits_ = 0;
 };
 
 // A path for the prompt from a document URI: the last components of its path.

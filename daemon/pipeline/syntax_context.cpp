@@ -44,7 +44,7 @@ void SyntaxState::edited(const std::string& key, int64_t version, std::span<cons
   it->second.version = version;
   if (!trees_.find(key)) return;
   for (const lsp::DocumentEdit& e : edits) trees_.edit(key, e.begin, e.end, e.new_text);
-  if (cross_file_) index_.edited(key);
+  if (cross_file_ && !edits.empty()) index_.edited(key, edits.back().begin + edits.back().new_text.size());
 }
 
 void SyntaxState::closed(const std::string& key) {

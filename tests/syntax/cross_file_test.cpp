@@ -55,13 +55,23 @@ TEST_F(CrossFile, KeepsToItsBudgetAndFollowsEdits) {
   // Renaming a definition in the other document is seen on the next request.
   const size_t at = kUtil.find("load_config");
   trees.edit("util", at, at + 4, "read");
-  index.edited("util");
+  index.edited("util", at + 4);
   const std::vector<std::string> renamed = {"read_config"};
   const auto after = index.context_for("main", renamed, trees, CrossFileLimits{});
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].text.rfind("def read_config", 0), 0u);
   index.closed("util");
   EXPECT_TRUE(index.context_for("main", renamed, trees, CrossFileLimits{}).empty());
+}
+
+TEST_F(CrossFile, TheDefinitionLastEditedElsewhereComesAlong) {
+  EXPECT_TRUE(index.context_for("main", {}, trees, CrossFileLimits{}).empty());
+  const size_t at = kUtil.find("return 42");
+  trees.edit("util", at + 7, at + 9, "43");
+  index.edited("util", at + 9);
+  const auto files = index.context_for("main", {}, trees, CrossFileLimits{});
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].text, "def unrelated():\n    return 43");
 }
 
 TEST(PromptPath, KeepsTheLastComponents) {
