@@ -26,6 +26,14 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
         return mode.has_value();
       },
       speculation_mode_name(o.speculation));
+  p.option(
+      "--backend", "NAME", "auto (CUDA when built with it and a GPU is present, else the CPU), cpu, cuda or remote",
+      [&o](std::string_view word) {
+        auto choice = parse_backend_choice(word);
+        if (choice) o.backend = *choice;
+        return choice.has_value();
+      },
+      backend_choice_name(o.backend));
 }
 
 }  // namespace ghostline::daemon

@@ -22,6 +22,28 @@ enum class SpeculationMode {
 std::optional<SpeculationMode> parse_speculation_mode(std::string_view word);
 const char* speculation_mode_name(SpeculationMode mode);
 
+// Where the forward pass runs: auto (CUDA when built with it and a device exists, else the
+// CPU), the CPU, a CUDA device, or a remote engine.
+enum class BackendChoice { Auto, Cpu, Cuda, Remote };
+
+inline std::optional<BackendChoice> parse_backend_choice(std::string_view word) {
+  if (word == "auto") return BackendChoice::Auto;
+  if (word == "cpu") return BackendChoice::Cpu;
+  if (word == "cuda") return BackendChoice::Cuda;
+  if (word == "remote") return BackendChoice::Remote;
+  return std::nullopt;
+}
+
+inline const char* backend_choice_name(BackendChoice choice) {
+  switch (choice) {
+    case BackendChoice::Cpu: return "cpu";
+    case BackendChoice::Cuda: return "cuda";
+    case BackendChoice::Remote: return "remote";
+    case BackendChoice::Auto: break;
+  }
+  return "auto";
+}
+
 struct EngineOptions {
   std::string model;  // GGUF file; empty: the default model shipped in models/
   int threads = 0;    // 0: all cores
@@ -31,6 +53,7 @@ struct EngineOptions {
   bool no_prefix_cache = false;  // for benchmarks: compute every prompt from scratch
   SpeculationMode speculation = SpeculationMode::Auto;
   std::string draft;  // draft model for speculative decoding (same vocabulary); empty: none
+  BackendChoice backend = BackendChoice::Auto;
 };
 
 }  // namespace ghostline::daemon
