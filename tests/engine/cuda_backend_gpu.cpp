@@ -21,9 +21,9 @@ namespace {
 
 const std::filesystem::path kModels = "../shared/data/models";
 
-#define SKIP_WITHOUT_GPU()                                            \
-  do {                                                                \
-    const CudaStatus status = cuda_status();                          \
+#define SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                       \
+    const CudaStatus status = cuda_status();                                 \
     if (!status.available) GTEST_SKIP() << "no GPU: " << status.description; \
   } while (0)
 
@@ -89,13 +89,17 @@ void expect_close_logits(std::span<const float> ours, std::span<const float> ref
                          const std::string& where) {
   const double tol = kMaxDiffInStd * stddev(ref);
   double max_diff = 0;
-  for (size_t i = 0; i < ref.size(); ++i) max_diff = std::max(max_diff, double(std::abs(ours[i] - ref[i])));
+  for (size_t i = 0; i < ref.size(); ++i)
+    max_diff = std::max(max_diff, double(std::abs(ours[i] - ref[i])));
   EXPECT_LE(max_diff, tol) << where;
-  const auto top = [](std::span<const float> v) { return std::max_element(v.begin(), v.end()) - v.begin(); };
+  const auto top = [](std::span<const float> v) {
+    return std::max_element(v.begin(), v.end()) - v.begin();
+  };
   const auto ours_top = top(ours), ref_top = top(ref);
-  if (ours_top != ref_top)
+  if (ours_top != ref_top) {
     EXPECT_LE(std::abs(ref[size_t(ref_top)] - ref[size_t(ours_top)]), tol)
         << where << ": top-1 " << ours_top << " vs " << ref_top << " is no near-tie";
+  }
 }
 
 TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) {
@@ -155,7 +159,8 @@ TEST(CudaBackendTest, SmallBatchesGiveBitIdenticalLogits) {
     for (int i = 0; i < n; ++i) {
       ASSERT_TRUE(e.gen->forward(stepped, tail.subspan(size_t(i), 1)));
       const auto one = e.gen->logits(0);
-      EXPECT_EQ(std::memcmp(one.data(), all[size_t(i)].data(), one.size_bytes()), 0) << "position " << i;
+      EXPECT_EQ(std::memcmp(one.data(), all[size_t(i)].data(), one.size_bytes()), 0)
+          << "position " << i;
     }
     e.pool->release(batched);
     e.pool->release(stepped);
@@ -203,12 +208,14 @@ TEST(CudaBackendTest, CancelBetweenLayersWritesNoLogits) {
   pool.prepare_append(seq, int(ids.size()));
   std::atomic<bool> cancel{true};
   std::vector<float> logits(size_t(c.n_vocab), -1.0f);
-  EXPECT_FALSE(backend->forward({.tokens = ids, .start_pos = 0, .blocks = seq.blocks, .n_logits = 1, .cancel = &cancel},
-                                logits));
+  EXPECT_FALSE(backend->forward(
+      {.tokens = ids, .start_pos = 0, .blocks = seq.blocks, .n_logits = 1, .cancel = &cancel},
+      logits));
   EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return v == -1.0f; }));
   cancel = false;
-  EXPECT_TRUE(backend->forward({.tokens = ids, .start_pos = 0, .blocks = seq.blocks, .n_logits = 1, .cancel = &cancel},
-                               logits));
+  EXPECT_TRUE(backend->forward(
+      {.tokens = ids, .start_pos = 0, .blocks = seq.blocks, .n_logits = 1, .cancel = &cancel},
+      logits));
   EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
   pool.release(seq);
 }
@@ -222,8 +229,9 @@ TEST(CudaBackendSelectionTest, AutoUsesTheGpuWhenPresentElseTheCpu) {
   EXPECT_FALSE(status.description.empty());
   auto backend = make_backend(*model, pool, {.kind = BackendKind::Auto});
   EXPECT_EQ(backend->name(), status.available ? "cuda" : "cpu");
-  if (!status.available)
+  if (!status.available) {
     EXPECT_THROW(make_backend(*model, pool, {.kind = BackendKind::Cuda}), BackendUnavailable);
+  }
 }
 
 }  // namespace

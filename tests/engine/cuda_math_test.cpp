@@ -30,11 +30,12 @@ TEST(CudaMathTest, HalfToFloatMatchesTheQuantCodeOnEveryValue) {
 
 TEST(CudaMathTest, FloatToHalfRoundsAsTheQuantCode) {
   std::mt19937 rng(7);
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
-                               6.1e-5f, -3.3e-6f, INFINITY, -INFINITY, 1e10f};
+  std::vector<float> values = {0.0f,     -0.0f,   1.0f,     65504.0f, 65520.0f,  1e-8f, 5.96e-8f,
+                               2.98e-8f, 6.1e-5f, -3.3e-6f, INFINITY, -INFINITY, 1e10f};
   std::uniform_real_distribution<float> exponent(-26, 17);
   for (int i = 0; i < 200000; ++i) {
-    const float v = std::ldexp(std::uniform_real_distribution<float>(1, 2)(rng), int(exponent(rng)));
+    const float v =
+        std::ldexp(std::uniform_real_distribution<float>(1, 2)(rng), int(exponent(rng)));
     values.push_back(i % 2 ? v : -v);
   }
   for (uint32_t h = 0; h < 0x7C00; ++h) {  // every finite half and the midpoints around it
@@ -71,12 +72,9 @@ struct DequantCase {
 
 TEST(CudaMathTest, DequantizedElementsMatchTheQuantCode) {
   const DequantCase cases[] = {
-      {GgmlType::Q8_0, m::dequant_q8_0, {0}},
-      {GgmlType::Q4_0, m::dequant_q4_0, {0}},
-      {GgmlType::Q4_K, m::dequant_q4_k, {0, 2}},
-      {GgmlType::Q6_K, m::dequant_q6_k, {208}},
-      {GgmlType::F16, m::dequant_f16, {}},
-      {GgmlType::BF16, m::dequant_bf16, {}},
+      {GgmlType::Q8_0, m::dequant_q8_0, {0}},    {GgmlType::Q4_0, m::dequant_q4_0, {0}},
+      {GgmlType::Q4_K, m::dequant_q4_k, {0, 2}}, {GgmlType::Q6_K, m::dequant_q6_k, {208}},
+      {GgmlType::F16, m::dequant_f16, {}},       {GgmlType::BF16, m::dequant_bf16, {}},
   };
   std::mt19937 rng(3);
   const int n = 1024;
@@ -174,7 +172,8 @@ TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
     double max_score = -INFINITY;
     for (int p = 0; p < n_keys; ++p) {
       double s = 0;
-      for (int i = 0; i < d; ++i) s += double(q[size_t(i)]) * cpu::fp16_to_fp32(keys[size_t(p * d + i)]);
+      for (int i = 0; i < d; ++i)
+        s += double(q[size_t(i)]) * cpu::fp16_to_fp32(keys[size_t(p * d + i)]);
       score[size_t(p)] = s / std::sqrt(double(d));
       max_score = std::max(max_score, score[size_t(p)]);
     }
@@ -183,7 +182,8 @@ TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
     std::vector<double> expected(d, 0.0);
     for (int i = 0; i < d; ++i)
       for (int p = 0; p < n_keys; ++p)
-        expected[size_t(i)] += score[size_t(p)] / sum * cpu::fp16_to_fp32(values[size_t(p * d + i)]);
+        expected[size_t(i)] +=
+            score[size_t(p)] / sum * cpu::fp16_to_fp32(values[size_t(p * d + i)]);
 
     // The kernel's decomposition.
     std::vector<m::SoftmaxState> state(warps);
@@ -203,10 +203,12 @@ TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
     for (int w = 1; w < warps; ++w) {
       float scale_a, scale_b;
       m::softmax_merge(total, state[size_t(w)], scale_a, scale_b);
-      for (int i = 0; i < d; ++i) out[size_t(i)] = out[size_t(i)] * scale_a + acc[size_t(w)][size_t(i)] * scale_b;
+      for (int i = 0; i < d; ++i)
+        out[size_t(i)] = out[size_t(i)] * scale_a + acc[size_t(w)][size_t(i)] * scale_b;
     }
     for (int i = 0; i < d; ++i)
-      EXPECT_NEAR(out[size_t(i)] / total.sum, expected[size_t(i)], 1e-5) << n_keys << " keys, dim " << i;
+      EXPECT_NEAR(out[size_t(i)] / total.sum, expected[size_t(i)], 1e-5)
+          << n_keys << " keys, dim " << i;
   }
 }
 

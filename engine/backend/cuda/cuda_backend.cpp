@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -100,6 +101,33 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
+// The backend's stream and cuBLAS handle: created first and released last, also when a later
+// step of the backend's constructor throws.
+class CudaContext {
+ public:
+  CudaContext() {
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cublasCreate(&cublas_), "cublasCreate");
+    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    // Plain F32 GEMMs (no TF32): prefill logits stay within the F32 tolerance of the oracle.
+    check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  }
+  ~CudaContext() {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+};
+
 struct LayerMatrices {
   DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
@@ -112,24 +140,14 @@ class CudaBackend final : public Backend {
       : model_(model), pool_(pool) {
     const ModelConfig& c = model.config();
     check_supported(c);
-    check(cudaSetDevice(0), "cudaSetDevice");
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cublasCreate(&cublas_), "cublasCreate");
-    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
-    // Plain F32 GEMMs (no TF32): prefill logits stay within the F32 tolerance of the oracle.
-    check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
-
+    context_ = std::make_unique<CudaContext>();
+    stream_ = context_->stream();
+    cublas_ = context_->cublas();
     upload_weights();
     kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());
     check(cudaMemsetAsync(kv_.as<void>(), 0, kv_.bytes(), stream_), "cudaMemset");
     reserve(std::max(1, options.max_batch_tokens));
     check(cudaStreamSynchronize(stream_), "upload");
-  }
-
-  ~CudaBackend() override {
-    if (stream_) cudaStreamSynchronize(stream_);
-    if (cublas_) cublasDestroy(cublas_);
-    if (stream_) cudaStreamDestroy(stream_);
   }
 
   std::string_view name() const override { return "cuda"; }
@@ -159,8 +177,8 @@ class CudaBackend final : public Backend {
     // The few bytes that cross: token ids and the block table, through pinned memory.
     std::memcpy(h_tokens_.as<int32_t>(), batch.tokens.data(), size_t(n) * sizeof(int32_t));
     std::memcpy(h_blocks_.as<int32_t>(), batch.blocks.data(), size_t(n_blocks) * sizeof(int32_t));
-    check(cudaMemcpyAsync(d_tokens_.as<int32_t>(), h_tokens_.as<int32_t>(), size_t(n) * sizeof(int32_t),
-                          cudaMemcpyHostToDevice, stream_),
+    check(cudaMemcpyAsync(d_tokens_.as<int32_t>(), h_tokens_.as<int32_t>(),
+                          size_t(n) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
           "upload tokens");
     check(cudaMemcpyAsync(d_blocks_.as<int32_t>(), h_blocks_.as<int32_t>(),
                           size_t(n_blocks) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
@@ -234,7 +252,8 @@ class CudaBackend final : public Backend {
       std::vector<uint16_t> half(size_t(m.cols) * m.rows);
       for (int r = 0; r < m.rows; ++r) {
         cpu::dequantize_row(t->type, t->data + size_t(r) * m.row_bytes, row.data(), m.cols);
-        for (int i = 0; i < m.cols; ++i) half[size_t(r) * m.cols + i] = cpu::fp32_to_fp16(row[size_t(i)]);
+        for (int i = 0; i < m.cols; ++i)
+          half[size_t(r) * m.cols + i] = cpu::fp32_to_fp16(row[size_t(i)]);
       }
       m.type = static_cast<uint32_t>(GgmlType::F16);
       m.row_bytes = size_t(m.cols) * 2;
@@ -405,6 +424,8 @@ class CudaBackend final : public Backend {
 
   const Model& model_;
   KvBlockPool& pool_;
+  // Declared before the device buffers, so it outlives them (cudaFree waits for the device).
+  std::unique_ptr<CudaContext> context_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
 
@@ -425,13 +446,14 @@ class CudaBackend final : public Backend {
 CudaStatus cuda_status() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return {false, std::string("no CUDA device (") + cudaGetErrorString(e) + ")"};
+  if (e != cudaSuccess)
+    return {false, std::string("no CUDA device (") + cudaGetErrorString(e) + ")"};
   if (count == 0) return {false, "no CUDA device"};
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {false, "no usable CUDA device"};
   return {true, std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-                    std::to_string(prop.minor) + ", " +
-                    std::to_string(prop.totalGlobalMem >> 20) + " MiB)"};
+                    std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 20) +
+                    " MiB)"};
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool,

@@ -28,7 +28,8 @@ __device__ __forceinline__ float dequant(const uint8_t* row, int e) {
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
 
@@ -98,14 +99,22 @@ __global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols,
 template <typename F>
 void with_type(uint32_t type, F&& f) {
   switch (static_cast<GgmlType>(type)) {
-    case GgmlType::F32: return f.template operator()<GgmlType::F32>();
-    case GgmlType::F16: return f.template operator()<GgmlType::F16>();
-    case GgmlType::BF16: return f.template operator()<GgmlType::BF16>();
-    case GgmlType::Q8_0: return f.template operator()<GgmlType::Q8_0>();
-    case GgmlType::Q4_0: return f.template operator()<GgmlType::Q4_0>();
-    case GgmlType::Q4_K: return f.template operator()<GgmlType::Q4_K>();
-    case GgmlType::Q6_K: return f.template operator()<GgmlType::Q6_K>();
-    default: return;  // excluded at upload (kernels_read_type)
+    case GgmlType::F32:
+      return f.template operator()<GgmlType::F32>();
+    case GgmlType::F16:
+      return f.template operator()<GgmlType::F16>();
+    case GgmlType::BF16:
+      return f.template operator()<GgmlType::BF16>();
+    case GgmlType::Q8_0:
+      return f.template operator()<GgmlType::Q8_0>();
+    case GgmlType::Q4_0:
+      return f.template operator()<GgmlType::Q4_0>();
+    case GgmlType::Q4_K:
+      return f.template operator()<GgmlType::Q4_K>();
+    case GgmlType::Q6_K:
+      return f.template operator()<GgmlType::Q6_K>();
+    default:
+      return;  // excluded at upload (kernels_read_type)
   }
 }
 
@@ -154,8 +163,8 @@ __global__ void rope_kernel(float* q, float* k, int start_pos, RopeParams p) {
   }
 }
 
-__device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, const int32_t* blocks, int layer,
-                                                int pos) {
+__device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, const int32_t* blocks,
+                                                int layer, int pos) {
   return size_t(blocks[pos / 16]) * kv.block_elems + size_t(layer) * 2 * 16 * kv.kv_dim +
          size_t(pos % 16) * kv.kv_dim;
 }
@@ -225,7 +234,8 @@ __global__ void attention_kernel(KvLayout kv, int layer, const int32_t* blocks, 
     float scale_a, scale_b;
     m::softmax_merge(total, states[w], scale_a, scale_b);
 #pragma unroll
-    for (int j = 0; j < kDimsPerLane; ++j) acc[j] = acc[j] * scale_a + partial[w][lane + kWarp * j] * scale_b;
+    for (int j = 0; j < kDimsPerLane; ++j)
+      acc[j] = acc[j] * scale_a + partial[w][lane + kWarp * j] * scale_b;
   }
   float* o = out + (size_t(t) * n_head + h) * head_dim;
 #pragma unroll

@@ -65,7 +65,6 @@ void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, int start_po
 
 // Causal grouped-query attention of each token's query heads over positions [0, start_pos + t].
 void attention(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
-               const float* q, int n_head, int n_head_kv, int head_dim, float* out,
-               cudaStream_t s);
+               const float* q, int n_head, int n_head_kv, int head_dim, float* out, cudaStream_t s);
 
 }  // namespace ghostline::engine::cuda

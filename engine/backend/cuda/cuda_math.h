@@ -186,8 +186,7 @@ GHOSTLINE_HD void rope_pair_index(int i, int d, bool neox, int& a, int& b) {
 // Angle of pair i at position pos: pos * freq_scale * theta_base^(-2i/d), in double because
 // positions reach tens of thousands of radians.
 GHOSTLINE_HD double rope_angle(int pos, int i, int d, float theta_base, float freq_scale) {
-  return pos * static_cast<double>(freq_scale) *
-         pow(static_cast<double>(theta_base), -2.0 * i / d);
+  return pos * static_cast<double>(freq_scale) * pow(static_cast<double>(theta_base), -2.0 * i / d);
 }
 
 // Rotates (x0, x1) by `angle`.
