@@ -9,7 +9,8 @@ namespace ghostline::daemon {
 
 void add_backend_option(ArgParser& p, BackendChoice& choice) {
   p.option(
-      "--backend", "NAME", "auto (CUDA when built with it and a GPU is present, else the CPU), cpu or cuda",
+      "--backend", "NAME",
+      "auto (CUDA when built with it and a GPU is present, else the CPU), cpu or cuda",
       [&choice](std::string_view word) {
         auto parsed = parse_backend_choice(word);
         if (parsed) choice = *parsed;

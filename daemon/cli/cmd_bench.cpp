@@ -89,7 +89,9 @@ int bench_main(std::span<char* const> args) {
     KvBlockPool& pool = *pool_owner;
     Generator gen(
         *model, pool,
-        {.threads = threads, .backend = command_backend(backend), .chunk_tokens = n_prompt > 0 ? n_prompt : 512});
+        {.threads = threads,
+         .backend = command_backend(backend),
+         .chunk_tokens = n_prompt > 0 ? n_prompt : 512});
 
     // Random token ids, as llama-bench uses: the speed does not depend on them.
     std::mt19937 rng(1234);
@@ -132,7 +134,8 @@ int bench_main(std::span<char* const> args) {
       const Figure f = summarize(samples);
       std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", label.c_str(),
                   format_bytes(model->weight_bytes()).c_str(),
-                  format_count(model->n_params()).c_str(), std::string(gen.backend_name()).c_str(), threads, test.c_str(), f.mean, f.stddev);
+                  format_count(model->n_params()).c_str(), std::string(gen.backend_name()).c_str(),
+                  threads, test.c_str(), f.mean, f.stddev);
       std::fflush(stdout);
     };
     // llama-bench's names: "pp512 @ d4096".

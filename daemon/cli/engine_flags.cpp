@@ -27,7 +27,8 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
       },
       speculation_mode_name(o.speculation));
   p.option(
-      "--backend", "NAME", "auto (CUDA when built with it and a GPU is present, else the CPU), cpu, cuda or remote",
+      "--backend", "NAME",
+      "auto (CUDA when built with it and a GPU is present, else the CPU), cpu, cuda or remote",
       [&o](std::string_view word) {
         auto choice = parse_backend_choice(word);
         if (choice) o.backend = *choice;

@@ -88,6 +88,7 @@ struct CudaStatus {
 CudaStatus cuda_status();
 
 // Throws BackendUnavailable when cuda_status() is not available or the model is not supported.
-std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool,
+                                           const BackendOptions& options);
 
 }  // namespace ghostline::engine
