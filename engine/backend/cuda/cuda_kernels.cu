@@ -222,17 +222,24 @@ __global__ void attention_kernel(KvLayout kv, int layer, const int32_t* blocks, 
     }
   }
 
-  __shared__ m::SoftmaxState states[kAttentionWarps];
+  // Plain floats: shared memory takes no constructors.
+  __shared__ float state_max[kAttentionWarps], state_sum[kAttentionWarps];
   __shared__ float partial[kAttentionWarps][kMaxHeadDim];
-  if (lane == 0) states[warp] = state;
+  if (lane == 0) {
+    state_max[warp] = state.max;
+    state_sum[warp] = state.sum;
+  }
 #pragma unroll
   for (int j = 0; j < kDimsPerLane; ++j) partial[warp][lane + kWarp * j] = acc[j];
   __syncthreads();
   if (warp != 0) return;
-  m::SoftmaxState total = states[0];
+  m::SoftmaxState total = state;  // warp 0's own
   for (int w = 1; w < kAttentionWarps; ++w) {
+    m::SoftmaxState other;
+    other.max = state_max[w];
+    other.sum = state_sum[w];
     float scale_a, scale_b;
-    m::softmax_merge(total, states[w], scale_a, scale_b);
+    m::softmax_merge(total, other, scale_a, scale_b);
 #pragma unroll
     for (int j = 0; j < kDimsPerLane; ++j)
       acc[j] = acc[j] * scale_a + partial[w][lane + kWarp * j] * scale_b;
