@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "daemon/cli/arg_parser.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/backend_choice.h"
 #include "daemon/cli/model_command.h"
 #include "engine/generator.h"
 #include "engine/gguf/gguf_file.h"
@@ -63,6 +64,8 @@ int bench_main(std::span<char* const> args) {
   parser.option("-r,--repetitions", "N", "runs per test (after one warm-up run)", &reps);
   parser.option("-d,--n-depth", "N",
                 "tokens of context already in the KV cache before each test (as llama-bench -d)", &depth);
+  BackendChoice backend = BackendChoice::Auto;
+  add_backend_option(parser, backend);
   if (auto rc = parser.parse(args)) return *rc;
   if (model_path.empty() || n_prompt < 0 || n_gen < 0 || depth < 0 || reps < 1 || threads < 1) {
     std::fprintf(stderr, "ghostline bench: need -m FILE, -p/-n/-d >= 0, -r >= 1, -t >= 1\n\n%s",
@@ -86,7 +89,9 @@ int bench_main(std::span<char* const> args) {
     KvBlockPool& pool = *pool_owner;
     Generator gen(
         *model, pool,
-        {.threads = threads, .backend = BackendKind::Cpu, .chunk_tokens = n_prompt > 0 ? n_prompt : 512});
+        {.threads = threads,
+         .backend = command_backend(backend),
+         .chunk_tokens = n_prompt > 0 ? n_prompt : 512});
 
     // Random token ids, as llama-bench uses: the speed does not depend on them.
     std::mt19937 rng(1234);
@@ -127,9 +132,10 @@ int bench_main(std::span<char* const> args) {
     std::printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
     auto row = [&](const std::string& test, const std::vector<double>& samples) {
       const Figure f = summarize(samples);
-      std::printf("| %s | %s | %s | cpu | %d | %s | %.2f ± %.2f |\n", label.c_str(),
+      std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", label.c_str(),
                   format_bytes(model->weight_bytes()).c_str(),
-                  format_count(model->n_params()).c_str(), threads, test.c_str(), f.mean, f.stddev);
+                  format_count(model->n_params()).c_str(), std::string(gen.backend_name()).c_str(),
+                  threads, test.c_str(), f.mean, f.stddev);
       std::fflush(stdout);
     };
     // llama-bench's names: "pp512 @ d4096".

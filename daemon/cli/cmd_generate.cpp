@@ -5,6 +5,7 @@
 
 #include "daemon/cli/arg_parser.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/backend_choice.h"
 #include "daemon/cli/model_command.h"
 #include "engine/generator.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -29,6 +30,8 @@ int generate_main(std::span<char* const> args) {
               &print_ids);
   parser.flag("--special", "parse special tokens (e.g. FIM markers) written in the prompt",
               &special);
+  BackendChoice backend = BackendChoice::Auto;
+  add_backend_option(parser, backend);
   if (auto rc = parser.parse(args)) return *rc;
   if (model_path.empty() || n < 0) {
     std::fprintf(stderr, "ghostline generate: need -m FILE and -n >= 0\n\n%s",
@@ -51,7 +54,7 @@ int generate_main(std::span<char* const> args) {
     const ModelConfig& c = model->config();
     KvBlockPool pool(c.n_layer, c.kv_dim(), size_t(256) << 20);
     Generator gen(*model, pool,
-                  {.threads = threads, .backend = BackendKind::Cpu, .chunk_tokens = 64});
+                  {.threads = threads, .backend = command_backend(backend), .chunk_tokens = 64});
     KvSequence seq;
     GenerateOptions options;
     options.max_tokens = n;

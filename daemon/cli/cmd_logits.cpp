@@ -7,6 +7,7 @@
 
 #include "daemon/cli/arg_parser.h"
 #include "daemon/cli/commands.h"
+#include "daemon/cli/backend_choice.h"
 #include "daemon/cli/model_command.h"
 #include "engine/generator.h"
 
@@ -24,6 +25,8 @@ int logits_main(std::span<char* const> args) {
   parser.option("-t,--threads", "N", "compute threads", &threads);
   parser.flag("--reference", "use the plain reference forward pass (slow; for checking)",
               &reference);
+  BackendChoice backend = BackendChoice::Auto;
+  add_backend_option(parser, backend);
   if (auto rc = parser.parse(args)) return *rc;
   std::vector<int32_t> ids;
   if (model_path.empty() || !parse_ids(ids_text, ids) || top < 1) {
@@ -40,7 +43,7 @@ int logits_main(std::span<char* const> args) {
     auto pool = kv_pool_for(*model, static_cast<int>(ids.size()));
     Generator gen(*model, *pool,
                   {.threads = threads,
-                   .backend = reference ? BackendKind::Reference : BackendKind::Cpu,
+                   .backend = reference ? BackendKind::Reference : command_backend(backend),
                    .chunk_tokens = 64});
     KvSequence seq;
     gen.forward(seq, ids, LogitsRequest::last_n_of(static_cast<int>(ids.size())));

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "daemon/pipeline/completion_stats.h"
+#include "daemon/pipeline/engine_backend.h"
 #include "daemon/pipeline/model_slot.h"
 #include "daemon/pipeline/prompt_assembler.h"
 #include "daemon/pipeline/remote_completer.h"
@@ -81,7 +82,8 @@ class EngineCompleter : public lsp::Completer {
     const int threads = options.threads > 0
                             ? options.threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    target_ = std::make_unique<ModelSlot>(path, static_cast<size_t>(options.kv_mib) << 20, threads);
+    target_ = std::make_unique<ModelSlot>(path, static_cast<size_t>(options.kv_mib) << 20, threads,
+                                          engine_backend(options.backend));
     const engine::Model& model = target_->model();
     fim_ = engine::fim_template(model);
     prompts_ = std::make_unique<PromptAssembler>(model.tokenizer(), fim_);
@@ -232,7 +234,8 @@ class EngineCompleter : public lsp::Completer {
     // The draft's KV is a fraction of the target's per token; a quarter of the budget holds
     // at least as many tokens.
     draft_ = std::make_unique<ModelSlot>(
-        options_.draft, std::max<size_t>(16, size_t(options_.kv_mib) / 4) << 20, threads);
+        options_.draft, std::max<size_t>(16, size_t(options_.kv_mib) / 4) << 20, threads,
+        engine_backend(options_.backend));
     const std::string why =
         vocabulary_difference(target_->model().tokenizer(), draft_->model().tokenizer());
     if (!why.empty())

@@ -20,14 +20,17 @@ class ModelSlot::PoolRefcounts : public cache::BlockRefcounts {
   engine::KvBlockPool& pool_;
 };
 
-ModelSlot::ModelSlot(const std::string& path, size_t kv_bytes, int threads) {
+ModelSlot::ModelSlot(const std::string& path, size_t kv_bytes, int threads,
+                     engine::BackendKind backend) {
   model_ = engine::Model::load(path);
   for (const auto& w : model_->warnings()) spdlog::warn("{}", w);
   const auto& cfg = model_->config();
   pool_ =
       std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim, kv_bytes);
   generator_ = std::make_unique<engine::Generator>(
-      *model_, *pool_, engine::GeneratorOptions{.threads = threads, .chunk_tokens = kMaxChunk});
+      *model_, *pool_,
+      engine::GeneratorOptions{.threads = threads, .backend = backend, .chunk_tokens = kMaxChunk});
+  spdlog::info("{}: {} backend", path, generator_->backend_name());
   // Measure prefill speed once, then size prefill chunks so that one layer of a chunk costs a
   // few milliseconds: cancellation is checked between layers, the deadline between chunks. On
   // a large model a chunk of a few tokens would read all the weights for little work.

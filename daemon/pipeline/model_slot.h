@@ -16,7 +16,8 @@ class ModelSlot {
  public:
   // Loads the model, sizes its pool to `kv_bytes`, measures prefill speed and sizes prefill
   // chunks from it. Throws what Model::load throws.
-  ModelSlot(const std::string& path, size_t kv_bytes, int threads);
+  ModelSlot(const std::string& path, size_t kv_bytes, int threads,
+            engine::BackendKind backend = engine::BackendKind::Cpu);
   ~ModelSlot();
   ModelSlot(const ModelSlot&) = delete;
   ModelSlot& operator=(const ModelSlot&) = delete;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "engine/kv/kv_block_pool.h"
@@ -32,6 +34,8 @@ struct ForwardBatch {
 enum class BackendKind {
   Cpu,        // SIMD kernels chosen at run time, quantized activations, thread pool
   Reference,  // the plain math with dequantized weights, one thread: the test oracle
+  Cuda,       // weights and KV on the GPU (built when the CUDA toolkit is found)
+  Auto,       // Cuda when it can run this model here, else Cpu
 };
 
 // What verifying several tokens in one forward costs on a backend; speculative decoding sizes
@@ -67,5 +71,24 @@ std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool, con
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options);
 std::unique_ptr<Backend> make_reference_backend(const Model& model, KvBlockPool& pool);
+
+// A backend that cannot run here or cannot run this model (no device, a build without CUDA, an
+// architecture it does not implement); the message says which. Auto falls back to the CPU.
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Whether the CUDA backend can run on this machine: `description` names the device, or says
+// why not ("built without CUDA", "no CUDA device (...)").
+struct CudaStatus {
+  bool available = false;
+  std::string description;
+};
+CudaStatus cuda_status();
+
+// Throws BackendUnavailable when cuda_status() is not available or the model is not supported.
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool,
+                                           const BackendOptions& options);
 
 }  // namespace ghostline::engine

@@ -1,0 +1,466 @@
+// The CUDA backend: the forward pass of the reference backend on the GPU. Weights are uploaded
+// once (quantized types the kernels read stay quantized, others become F16); decode and short
+// verification batches use the mat-vec kernel, longer batches dequantize weight tiles to F32
+// and multiply with cuBLAS. K/V live in one device array of pool-capacity blocks addressed by
+// the host pool's BlockIds.
+//
+// The host KvBlockPool stays a faithful copy of the device KV: after each forward the blocks the
+// batch wrote are copied back, and a batch that starts inside a block first uploads that block
+// from the host. The pool copies a shared partial block on the host (copy-on-extend) without
+// telling the backend, so the host copy is the one that is always right.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/cuda_kernels.cuh"
+#include "engine/gguf/quant.h"
+#include "engine/model/model.h"
+#include "engine/model/model_weights.h"
+
+namespace ghostline::engine {
+namespace {
+
+using cuda::DeviceMatrix;
+
+constexpr int kB = KvBlockPool::kBlockTokens;
+// Weight elements dequantized per GEMM tile (64 MiB of F32 scratch).
+constexpr size_t kTileElems = size_t(16) << 20;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
+}
+
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("cuBLAS: ") + what + ": status " + std::to_string(int(s)));
+}
+
+// Device memory owned by the backend, freed with it.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes) {
+    if (bytes > 0) check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
+    bytes_ = bytes;
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory, so that copies are asynchronous and take the fast path.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes) {
+    if (bytes > 0) check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost");
+    bytes_ = bytes;
+  }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~PinnedBuffer() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// The backend's stream and cuBLAS handle: created first and released last, also when a later
+// step of the backend's constructor throws.
+class CudaContext {
+ public:
+  CudaContext() {
+    check(cudaSetDevice(0), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cublasCreate(&cublas_), "cublasCreate");
+    check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+    // Plain F32 GEMMs (no TF32): prefill logits stay within the F32 tolerance of the oracle.
+    check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  }
+  ~CudaContext() {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+};
+
+struct LayerMatrices {
+  DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  const float *attn_norm = nullptr, *ffn_norm = nullptr;
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const Model& model, KvBlockPool& pool, const BackendOptions& options)
+      : model_(model), pool_(pool) {
+    const ModelConfig& c = model.config();
+    check_supported(c);
+    context_ = std::make_unique<CudaContext>();
+    stream_ = context_->stream();
+    cublas_ = context_->cublas();
+    upload_weights();
+    kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());
+    check(cudaMemsetAsync(kv_.as<void>(), 0, kv_.bytes(), stream_), "cudaMemset");
+    reserve(std::max(1, options.max_batch_tokens));
+    check(cudaStreamSynchronize(stream_), "upload");
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  int threads() const override { return 1; }
+  // Up to kMaxMatvecTokens tokens share one read of the weights in the mat-vec kernel and each
+  // gets the bits of a single step; decode is bound by reading the weights, so an extra token
+  // costs little.
+  VerifyCost verify_cost() const override {
+    return {.max_tokens = cuda::kMaxMatvecTokens, .per_token = 0.1};
+  }
+
+  bool forward(const ForwardBatch& batch, std::span<float> logits) override {
+    const ModelConfig& c = model_.config();
+    const int n = static_cast<int>(batch.tokens.size());
+    if (n == 0) return true;
+    if (batch.n_logits < 0 || batch.n_logits > n)
+      throw std::invalid_argument("CUDA backend: n_logits outside the batch");
+    if (logits.size() < size_t(batch.n_logits) * c.n_vocab)
+      throw std::invalid_argument("CUDA backend: logits buffer too small");
+    const int end = batch.start_pos + n;
+    const int n_blocks = (end + kB - 1) / kB;
+    if (batch.blocks.size() < size_t(n_blocks))
+      throw std::invalid_argument("CUDA backend: block table shorter than the batch");
+    reserve(n);
+    if (n_blocks > max_blocks_) reserve_blocks(n_blocks);
+
+    // The few bytes that cross: token ids and the block table, through pinned memory.
+    std::memcpy(h_tokens_.as<int32_t>(), batch.tokens.data(), size_t(n) * sizeof(int32_t));
+    std::memcpy(h_blocks_.as<int32_t>(), batch.blocks.data(), size_t(n_blocks) * sizeof(int32_t));
+    check(cudaMemcpyAsync(d_tokens_.as<int32_t>(), h_tokens_.as<int32_t>(),
+                          size_t(n) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+          "upload tokens");
+    check(cudaMemcpyAsync(d_blocks_.as<int32_t>(), h_blocks_.as<int32_t>(),
+                          size_t(n_blocks) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+          "upload block table");
+    if (batch.start_pos % kB != 0) upload_block(batch.blocks[size_t(batch.start_pos / kB)]);
+
+    if (!run_layers(batch, n)) {
+      check(cudaStreamSynchronize(stream_), "forward");
+      return false;
+    }
+    output_logits(batch, n, logits);
+    copy_back_kv(batch, n);
+    return true;
+  }
+
+ private:
+  static void check_supported(const ModelConfig& c) {
+    if (c.arch != "llama" && c.arch != "qwen2")
+      throw BackendUnavailable("the CUDA backend implements llama and qwen2, not '" + c.arch + "'");
+    if (c.head_dim > cuda::kMaxHeadDim || c.head_dim % 2 != 0)
+      throw BackendUnavailable("the CUDA backend supports head dimensions up to " +
+                               std::to_string(cuda::kMaxHeadDim) + ", not " +
+                               std::to_string(c.head_dim));
+    if (c.n_head_kv <= 0 || c.n_head % c.n_head_kv != 0)
+      throw BackendUnavailable("the CUDA backend needs n_head a multiple of n_head_kv");
+  }
+
+  // Every weight tensor once (a tied output shares the embedding's copy).
+  void upload_weights() {
+    const ModelWeights& w = model_.weights();
+    std::vector<std::string> converted;
+    embd_ = matrix(w.token_embd, converted);
+    output_ = matrix(w.output, converted);
+    output_norm_ = vector_f32(w.output_norm);
+    for (const LayerWeights& l : w.layers) {
+      LayerMatrices m;
+      m.wq = matrix(l.wq, converted);
+      m.wk = matrix(l.wk, converted);
+      m.wv = matrix(l.wv, converted);
+      m.wo = matrix(l.wo, converted);
+      m.w_gate = matrix(l.w_gate, converted);
+      m.w_up = matrix(l.w_up, converted);
+      m.w_down = matrix(l.w_down, converted);
+      m.attn_norm = vector_f32(l.attn_norm);
+      m.ffn_norm = vector_f32(l.ffn_norm);
+      if (l.bq) m.bq = vector_f32(l.bq);
+      if (l.bk) m.bk = vector_f32(l.bk);
+      if (l.bv) m.bv = vector_f32(l.bv);
+      layers_.push_back(m);
+    }
+    if (!converted.empty())
+      std::fprintf(stderr,
+                   "ghostline: CUDA backend converted %zu tensors to F16 on upload (types its "
+                   "kernels do not read: e.g. %s)\n",
+                   converted.size(), converted.front().c_str());
+  }
+
+  DeviceMatrix matrix(const GgufTensor* t, std::vector<std::string>& converted) {
+    if (auto it = matrices_.find(t); it != matrices_.end()) return it->second;
+    DeviceMatrix m{.type = static_cast<uint32_t>(t->type),
+                   .rows = static_cast<int>(t->shape[1]),
+                   .cols = static_cast<int>(t->shape[0]),
+                   .row_bytes = ggml_row_bytes(t->type, t->shape[0])};
+    const size_t bytes = m.row_bytes * size_t(m.rows);
+    if (cuda::kernels_read_type(m.type)) {
+      m.data = upload(t->data, bytes);
+    } else {
+      // Converted row by row so that the host holds one row of F32 at a time.
+      converted.push_back(t->name + " (" + std::string(ggml_type_name(t->type)) + ")");
+      std::vector<float> row(size_t(m.cols));
+      std::vector<uint16_t> half(size_t(m.cols) * m.rows);
+      for (int r = 0; r < m.rows; ++r) {
+        cpu::dequantize_row(t->type, t->data + size_t(r) * m.row_bytes, row.data(), m.cols);
+        for (int i = 0; i < m.cols; ++i)
+          half[size_t(r) * m.cols + i] = cpu::fp32_to_fp16(row[size_t(i)]);
+      }
+      m.type = static_cast<uint32_t>(GgmlType::F16);
+      m.row_bytes = size_t(m.cols) * 2;
+      m.data = upload(reinterpret_cast<const std::byte*>(half.data()), half.size() * 2);
+    }
+    matrices_[t] = m;
+    return m;
+  }
+
+  const float* vector_f32(const GgufTensor* t) {
+    const int64_t n = t->shape[0];
+    std::vector<float> v(static_cast<size_t>(n));
+    cpu::dequantize_row(t->type, t->data, v.data(), n);
+    return reinterpret_cast<const float*>(
+        upload(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(float)));
+  }
+
+  const uint8_t* upload(const std::byte* src, size_t bytes) {
+    DeviceBuffer& b = weights_.emplace_back(bytes);
+    // Synchronous: the source may be a temporary, and this runs once at load.
+    check(cudaMemcpy(b.as<void>(), src, bytes, cudaMemcpyHostToDevice), "upload weights");
+    return b.as<uint8_t>();
+  }
+
+  // Activation buffers for batches of up to n tokens (grown on demand, never shrunk).
+  void reserve(int n) {
+    if (n <= max_tokens_) return;
+    const ModelConfig& c = model_.config();
+    const size_t N = size_t(n);
+    x_ = DeviceBuffer(N * c.n_embd * 4);
+    xb_ = DeviceBuffer(N * std::max(c.n_embd, c.q_dim()) * 4);
+    q_ = DeviceBuffer(N * c.q_dim() * 4);
+    k_ = DeviceBuffer(N * c.kv_dim() * 4);
+    v_ = DeviceBuffer(N * c.kv_dim() * 4);
+    att_ = DeviceBuffer(N * c.q_dim() * 4);
+    gate_ = DeviceBuffer(N * c.n_ff * 4);
+    up_ = DeviceBuffer(N * c.n_ff * 4);
+    proj_ = DeviceBuffer(N * c.n_embd * 4);
+    d_tokens_ = DeviceBuffer(N * 4);
+    h_tokens_ = PinnedBuffer(N * 4);
+    if (n > cuda::kMaxMatvecTokens && !tile_.bytes()) tile_ = DeviceBuffer(kTileElems * 4);
+    max_tokens_ = n;
+    if (max_blocks_ == 0) reserve_blocks(std::max(1, model_.n_ctx() / kB + 1));
+  }
+
+  // Logits buffers for up to m rows: only the rows asked for cross, so they are sized apart
+  // from the batch (a long prefill usually wants one).
+  void reserve_logits(int m) {
+    if (m <= max_logits_) return;
+    const size_t bytes = size_t(m) * model_.config().n_vocab * sizeof(float);
+    logits_ = DeviceBuffer(bytes);
+    h_logits_ = PinnedBuffer(bytes);
+    max_logits_ = m;
+  }
+
+  void reserve_blocks(int n_blocks) {
+    d_blocks_ = DeviceBuffer(size_t(n_blocks) * 4);
+    h_blocks_ = PinnedBuffer(size_t(n_blocks) * 4);
+    max_blocks_ = n_blocks;
+  }
+
+  cuda::KvLayout kv_layout() const {
+    return {.base = kv_.as<uint16_t>(),
+            .kv_dim = pool_.kv_dim(),
+            .block_elems = pool_.block_bytes() / sizeof(uint16_t)};
+  }
+
+  // y = W x for n tokens: the mat-vec kernel for short batches, F32 GEMM over dequantized
+  // tiles of rows for long ones.
+  void matmul(const DeviceMatrix& w, const float* x, int n, float* y) {
+    if (n <= cuda::kMaxMatvecTokens) {
+      cuda::matvec(w, x, n, y, stream_);
+      return;
+    }
+    const int tile_rows = static_cast<int>(std::max<size_t>(1, kTileElems / size_t(w.cols)));
+    const float one = 1.0f, zero = 0.0f;
+    for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
+      const int rows = std::min(tile_rows, w.rows - r0);
+      cuda::dequantize_rows(w, r0, rows, tile_.as<float>(), stream_);
+      // Column-major view: the tile is W_tile^T (cols x rows), x is cols x n, y is rows x n
+      // with leading dimension w.rows; y_tile = W_tile x.
+      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, tile_.as<float>(),
+                        w.cols, x, w.cols, &zero, y + r0, w.rows),
+            "cublasSgemm");
+    }
+  }
+
+  bool run_layers(const ForwardBatch& batch, int n) {
+    const ModelConfig& c = model_.config();
+    const int E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim();
+    const cuda::KvLayout kv = kv_layout();
+    const cuda::RopeParams rope{.n_head = c.n_head,
+                                .n_head_kv = c.n_head_kv,
+                                .head_dim = c.head_dim,
+                                .theta_base = c.rope_theta,
+                                .freq_scale = c.rope_freq_scale,
+                                .neox = c.rope_neox};
+    float *x = x_.as<float>(), *xb = xb_.as<float>(), *q = q_.as<float>(), *k = k_.as<float>(),
+          *v = v_.as<float>(), *att = att_.as<float>(), *gate = gate_.as<float>(),
+          *up = up_.as<float>(), *proj = proj_.as<float>();
+    const int32_t* blocks = d_blocks_.as<int32_t>();
+
+    cuda::embed(embd_, d_tokens_.as<int32_t>(), n, x, stream_);
+    for (int l = 0; l < c.n_layer; ++l) {
+      if (l > 0 && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
+      const LayerMatrices& lw = layers_[size_t(l)];
+      cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
+      matmul(lw.wq, xb, n, q);
+      matmul(lw.wk, xb, n, k);
+      matmul(lw.wv, xb, n, v);
+      if (lw.bq) cuda::add_bias(q, lw.bq, n, Q, stream_);
+      if (lw.bk) cuda::add_bias(k, lw.bk, n, KV, stream_);
+      if (lw.bv) cuda::add_bias(v, lw.bv, n, KV, stream_);
+      cuda::rope(q, k, n, batch.start_pos, rope, stream_);
+      cuda::store_kv(kv, l, blocks, batch.start_pos, n, k, v, stream_);
+      cuda::attention(kv, l, blocks, batch.start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim, att,
+                      stream_);
+      matmul(lw.wo, att, n, proj);
+      cuda::add_in_place(x, proj, size_t(n) * E, stream_);
+
+      cuda::rmsnorm(x, lw.ffn_norm, n, E, c.rms_eps, xb, stream_);
+      matmul(lw.w_gate, xb, n, gate);
+      matmul(lw.w_up, xb, n, up);
+      cuda::swiglu(gate, up, size_t(n) * c.n_ff, stream_);
+      matmul(lw.w_down, gate, n, proj);
+      cuda::add_in_place(x, proj, size_t(n) * E, stream_);
+    }
+    check(cudaGetLastError(), "kernel launch");
+    return true;
+  }
+
+  // Final norm and output projection of the last n_logits tokens, copied to `logits`.
+  void output_logits(const ForwardBatch& batch, int n, std::span<float> logits) {
+    const ModelConfig& c = model_.config();
+    const int m = batch.n_logits;
+    if (m > 0) {
+      reserve_logits(m);
+      const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
+      cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
+      matmul(output_, xb_.as<float>(), m, logits_.as<float>());
+      const size_t bytes = size_t(m) * c.n_vocab * sizeof(float);
+      check(cudaMemcpyAsync(h_logits_.as<void>(), logits_.as<void>(), bytes, cudaMemcpyDeviceToHost,
+                            stream_),
+            "download logits");
+    }
+    check(cudaStreamSynchronize(stream_), "forward");
+    if (m > 0)
+      std::memcpy(logits.data(), h_logits_.as<float>(), size_t(m) * c.n_vocab * sizeof(float));
+  }
+
+  // Whole blocks share the host layout, so one copy per block moves all its layers.
+  void upload_block(BlockId id) {
+    check(cudaMemcpyAsync(kv_.as<uint8_t>() + size_t(id) * pool_.block_bytes(), pool_.keys(id, 0),
+                          pool_.block_bytes(), cudaMemcpyHostToDevice, stream_),
+          "upload KV block");
+  }
+
+  void copy_back_kv(const ForwardBatch& batch, int n) {
+    const int first = batch.start_pos / kB, last = (batch.start_pos + n - 1) / kB;
+    for (int b = first; b <= last; ++b) {
+      const BlockId id = batch.blocks[size_t(b)];
+      check(cudaMemcpyAsync(pool_.keys(id, 0), kv_.as<uint8_t>() + size_t(id) * pool_.block_bytes(),
+                            pool_.block_bytes(), cudaMemcpyDeviceToHost, stream_),
+            "copy KV block back");
+    }
+    check(cudaStreamSynchronize(stream_), "copy KV back");
+  }
+
+  const Model& model_;
+  KvBlockPool& pool_;
+  // Declared before the device buffers, so it outlives them (cudaFree waits for the device).
+  std::unique_ptr<CudaContext> context_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+
+  std::vector<DeviceBuffer> weights_;
+  std::map<const GgufTensor*, DeviceMatrix> matrices_;
+  DeviceMatrix embd_, output_;
+  const float* output_norm_ = nullptr;
+  std::vector<LayerMatrices> layers_;
+
+  DeviceBuffer kv_;
+  int max_tokens_ = 0, max_blocks_ = 0, max_logits_ = 0;
+  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, tile_, d_tokens_, d_blocks_;
+  PinnedBuffer h_tokens_, h_blocks_, h_logits_;
+};
+
+}  // namespace
+
+CudaStatus cuda_status() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return {false, std::string("no CUDA device (") + cudaGetErrorString(e) + ")"};
+  if (count == 0) return {false, "no CUDA device"};
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return {false, "no usable CUDA device"};
+  return {true, std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 20) +
+                    " MiB)"};
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool,
+                                           const BackendOptions& options) {
+  const CudaStatus status = cuda_status();
+  if (!status.available) throw BackendUnavailable(status.description);
+  return std::make_unique<CudaBackend>(model, pool, options);
+}
+
+}  // namespace ghostline::engine

@@ -1,0 +1,333 @@
+// The kernels of the CUDA backend. Each is the plain parallel form of a loop of the reference
+// backend: which thread computes which element is decided here, the element math lives in
+// cuda_math.h. Weight types are a template parameter only of the two kernels that read weights.
+#include <cuda_fp16.h>
+
+#include "engine/backend/cuda/cuda_kernels.cuh"
+#include "engine/backend/cuda/cuda_math.h"
+#include "engine/gguf/ggml_type.h"
+
+namespace ghostline::engine::cuda {
+namespace {
+
+namespace m = cuda_math;
+
+constexpr int kWarp = 32;
+constexpr int kMatvecWarps = 8;  // rows per block of the mat-vec kernel
+
+template <GgmlType T>
+__device__ __forceinline__ float dequant(const uint8_t* row, int e) {
+  if constexpr (T == GgmlType::F32) return m::dequant_f32(row, e);
+  if constexpr (T == GgmlType::F16) return m::dequant_f16(row, e);
+  if constexpr (T == GgmlType::BF16) return m::dequant_bf16(row, e);
+  if constexpr (T == GgmlType::Q8_0) return m::dequant_q8_0(row, e);
+  if constexpr (T == GgmlType::Q4_0) return m::dequant_q4_0(row, e);
+  if constexpr (T == GgmlType::Q4_K) return m::dequant_q4_k(row, e);
+  if constexpr (T == GgmlType::Q6_K) return m::dequant_q6_k(row, e);
+  return 0.0f;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum over a block of blockDim.x (a multiple of 32, at most 1024) threads; every thread gets it.
+__device__ float block_sum(float v) {
+  __shared__ float partial[32];
+  __shared__ float total;
+  v = warp_sum(v);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float s = lane < int(blockDim.x / kWarp) ? partial[lane] : 0.0f;
+    s = warp_sum(s);
+    if (lane == 0) total = s;
+  }
+  __syncthreads();
+  return total;
+}
+
+// One warp per row: lanes read consecutive values of the row (coalesced bytes of one block),
+// multiply each with every token's activation, and reduce at the end.
+template <GgmlType T>
+__global__ void matvec_kernel(const uint8_t* w, size_t row_bytes, int rows, int cols,
+                              const float* x, int n_tokens, float* y) {
+  const int row = blockIdx.x * kMatvecWarps + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const uint8_t* wr = w + size_t(row) * row_bytes;
+  float sum[kMaxMatvecTokens];
+#pragma unroll
+  for (int t = 0; t < kMaxMatvecTokens; ++t) sum[t] = 0.0f;
+  for (int e = lane; e < cols; e += kWarp) {
+    const float we = dequant<T>(wr, e);
+#pragma unroll
+    for (int t = 0; t < kMaxMatvecTokens; ++t)
+      if (t < n_tokens) sum[t] += we * x[size_t(t) * cols + e];
+  }
+#pragma unroll
+  for (int t = 0; t < kMaxMatvecTokens; ++t) {
+    if (t >= n_tokens) break;
+    const float s = warp_sum(sum[t]);
+    if (lane == 0) y[size_t(t) * rows + row] = s;
+  }
+}
+
+template <GgmlType T>
+__global__ void dequantize_rows_kernel(const uint8_t* w, size_t row_bytes, int row0, int n_rows,
+                                       int cols, float* out) {
+  const size_t n = size_t(n_rows) * cols;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const int r = int(i / cols), c = int(i % cols);
+    out[i] = dequant<T>(w + size_t(row0 + r) * row_bytes, c);
+  }
+}
+
+template <GgmlType T>
+__global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols,
+                             const int32_t* tokens, float* x) {
+  const int t = blockIdx.x;
+  const uint8_t* row = table + size_t(tokens[t]) * row_bytes;
+  for (int e = threadIdx.x; e < cols; e += blockDim.x) x[size_t(t) * cols + e] = dequant<T>(row, e);
+}
+
+// Calls f(std::integral_constant-like tag) with the weight type as a template argument.
+template <typename F>
+void with_type(uint32_t type, F&& f) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::F32:
+      return f.template operator()<GgmlType::F32>();
+    case GgmlType::F16:
+      return f.template operator()<GgmlType::F16>();
+    case GgmlType::BF16:
+      return f.template operator()<GgmlType::BF16>();
+    case GgmlType::Q8_0:
+      return f.template operator()<GgmlType::Q8_0>();
+    case GgmlType::Q4_0:
+      return f.template operator()<GgmlType::Q4_0>();
+    case GgmlType::Q4_K:
+      return f.template operator()<GgmlType::Q4_K>();
+    case GgmlType::Q6_K:
+      return f.template operator()<GgmlType::Q6_K>();
+    default:
+      return;  // excluded at upload (kernels_read_type)
+  }
+}
+
+// One block per row; the sum of squares is reduced over the block.
+__global__ void rmsnorm_kernel(const float* x, const float* weight, int n, float eps, float* out) {
+  const float* xr = x + size_t(blockIdx.x) * n;
+  float* o = out + size_t(blockIdx.x) * n;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+  const float inv = m::rms_inv(block_sum(ss), n, eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+}
+
+__global__ void add_bias_kernel(float* y, const float* bias, int n_rows, int n) {
+  const size_t total = size_t(n_rows) * n;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] += bias[i % n];
+}
+
+__global__ void add_kernel(float* x, const float* y, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    x[i] += y[i];
+}
+
+__global__ void swiglu_kernel(float* gate, const float* up, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    gate[i] = m::swiglu(gate[i], up[i]);
+}
+
+// One block per token; threads walk the (head, pair) list of q's heads, then k's.
+__global__ void rope_kernel(float* q, float* k, int start_pos, RopeParams p) {
+  const int t = blockIdx.x, pos = start_pos + t, half = p.head_dim / 2;
+  const int q_pairs = p.n_head * half, total = (p.n_head + p.n_head_kv) * half;
+  for (int j = threadIdx.x; j < total; j += blockDim.x) {
+    const bool is_q = j < q_pairs;
+    const int jj = is_q ? j : j - q_pairs;
+    const int head = jj / half, i = jj % half;
+    float* v = is_q ? q + (size_t(t) * p.n_head + head) * p.head_dim
+                    : k + (size_t(t) * p.n_head_kv + head) * p.head_dim;
+    int a, b;
+    m::rope_pair_index(i, p.head_dim, p.neox, a, b);
+    m::rope_rotate(v[a], v[b], m::rope_angle(pos, i, p.head_dim, p.theta_base, p.freq_scale));
+  }
+}
+
+__device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, const int32_t* blocks,
+                                                int layer, int pos) {
+  return size_t(blocks[pos / 16]) * kv.block_elems + size_t(layer) * 2 * 16 * kv.kv_dim +
+         size_t(pos % 16) * kv.kv_dim;
+}
+
+__global__ void store_kv_kernel(KvLayout kv, int layer, const int32_t* blocks, int start_pos,
+                                const float* k, const float* v) {
+  const int t = blockIdx.x;
+  uint16_t* keys = kv.base + kv_row_offset(kv, blocks, layer, start_pos + t);
+  uint16_t* values = keys + size_t(16) * kv.kv_dim;
+  for (int i = threadIdx.x; i < kv.kv_dim; i += blockDim.x) {
+    keys[i] = __half_as_ushort(__float2half_rn(k[size_t(t) * kv.kv_dim + i]));
+    values[i] = __half_as_ushort(__float2half_rn(v[size_t(t) * kv.kv_dim + i]));
+  }
+}
+
+constexpr int kAttentionWarps = 4;
+constexpr int kDimsPerLane = kMaxHeadDim / kWarp;
+
+// One block per (query head, token). Each warp takes every kAttentionWarps-th key: the lanes
+// split the head's dimensions, reduce the dot product, and keep a streaming softmax with the
+// weighted sum of values; the warps' partial results are merged at the end.
+__global__ void attention_kernel(KvLayout kv, int layer, const int32_t* blocks, int start_pos,
+                                 const float* q, int n_head, int n_head_kv, int head_dim,
+                                 float* out) {
+  const int h = blockIdx.x, t = blockIdx.y, pos = start_pos + t;
+  const int kvh = h / (n_head / n_head_kv);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const float* qh = q + (size_t(t) * n_head + h) * head_dim;
+  const float inv_sqrt_d = rsqrtf(float(head_dim));
+
+  float qv[kDimsPerLane], acc[kDimsPerLane];
+#pragma unroll
+  for (int j = 0; j < kDimsPerLane; ++j) {
+    const int i = lane + kWarp * j;
+    qv[j] = i < head_dim ? qh[i] : 0.0f;
+    acc[j] = 0.0f;
+  }
+  m::SoftmaxState state;
+  for (int p = warp; p <= pos; p += kAttentionWarps) {
+    const uint16_t* key = kv.base + kv_row_offset(kv, blocks, layer, p) + size_t(kvh) * head_dim;
+    const uint16_t* value = key + size_t(16) * kv.kv_dim;
+    float dot = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kDimsPerLane; ++j) {
+      const int i = lane + kWarp * j;
+      if (i < head_dim) dot += qv[j] * __half2float(__ushort_as_half(key[i]));
+    }
+    float rescale, weight;
+    m::softmax_push(state, warp_sum(dot) * inv_sqrt_d, rescale, weight);
+#pragma unroll
+    for (int j = 0; j < kDimsPerLane; ++j) {
+      const int i = lane + kWarp * j;
+      const float vi = i < head_dim ? __half2float(__ushort_as_half(value[i])) : 0.0f;
+      acc[j] = acc[j] * rescale + weight * vi;
+    }
+  }
+
+  // Plain floats: shared memory takes no constructors.
+  __shared__ float state_max[kAttentionWarps], state_sum[kAttentionWarps];
+  __shared__ float partial[kAttentionWarps][kMaxHeadDim];
+  if (lane == 0) {
+    state_max[warp] = state.max;
+    state_sum[warp] = state.sum;
+  }
+#pragma unroll
+  for (int j = 0; j < kDimsPerLane; ++j) partial[warp][lane + kWarp * j] = acc[j];
+  __syncthreads();
+  if (warp != 0) return;
+  m::SoftmaxState total = state;  // warp 0's own
+  for (int w = 1; w < kAttentionWarps; ++w) {
+    m::SoftmaxState other;
+    other.max = state_max[w];
+    other.sum = state_sum[w];
+    float scale_a, scale_b;
+    m::softmax_merge(total, other, scale_a, scale_b);
+#pragma unroll
+    for (int j = 0; j < kDimsPerLane; ++j)
+      acc[j] = acc[j] * scale_a + partial[w][lane + kWarp * j] * scale_b;
+  }
+  float* o = out + (size_t(t) * n_head + h) * head_dim;
+#pragma unroll
+  for (int j = 0; j < kDimsPerLane; ++j) {
+    const int i = lane + kWarp * j;
+    if (i < head_dim) o[i] = acc[j] / total.sum;
+  }
+}
+
+int grid_for(size_t n, int threads) {
+  const size_t blocks = (n + threads - 1) / threads;
+  return int(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+}  // namespace
+
+bool kernels_read_type(uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t s) {
+  const int blocks = (w.rows + kMatvecWarps - 1) / kMatvecWarps;
+  with_type(w.type, [&]<GgmlType T>() {
+    matvec_kernel<T><<<blocks, kMatvecWarps * kWarp, 0, s>>>(w.data, w.row_bytes, w.rows, w.cols, x,
+                                                             n_tokens, y);
+  });
+}
+
+void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cudaStream_t s) {
+  const int threads = 256;
+  with_type(w.type, [&]<GgmlType T>() {
+    dequantize_rows_kernel<T><<<grid_for(size_t(n_rows) * w.cols, threads), threads, 0, s>>>(
+        w.data, w.row_bytes, row0, n_rows, w.cols, out);
+  });
+}
+
+void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
+           cudaStream_t s) {
+  with_type(table.type, [&]<GgmlType T>() {
+    embed_kernel<T><<<n_tokens, 256, 0, s>>>(table.data, table.row_bytes, table.cols, tokens, x);
+  });
+}
+
+void rmsnorm(const float* x, const float* weight, int n_rows, int n, float eps, float* out,
+             cudaStream_t s) {
+  rmsnorm_kernel<<<n_rows, 256, 0, s>>>(x, weight, n, eps, out);
+}
+
+void add_bias(float* y, const float* bias, int n_rows, int n, cudaStream_t s) {
+  add_bias_kernel<<<grid_for(size_t(n_rows) * n, 256), 256, 0, s>>>(y, bias, n_rows, n);
+}
+
+void add_in_place(float* x, const float* y, size_t n, cudaStream_t s) {
+  add_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, y, n);
+}
+
+void swiglu(float* gate, const float* up, size_t n, cudaStream_t s) {
+  swiglu_kernel<<<grid_for(n, 256), 256, 0, s>>>(gate, up, n);
+}
+
+void rope(float* q, float* k, int n_tokens, int start_pos, const RopeParams& p, cudaStream_t s) {
+  rope_kernel<<<n_tokens, 128, 0, s>>>(q, k, start_pos, p);
+}
+
+void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
+              const float* k, const float* v, cudaStream_t s) {
+  store_kv_kernel<<<n_tokens, 128, 0, s>>>(kv, layer, blocks, start_pos, k, v);
+}
+
+void attention(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
+               const float* q, int n_head, int n_head_kv, int head_dim, float* out,
+               cudaStream_t s) {
+  attention_kernel<<<dim3(n_head, n_tokens), kAttentionWarps * kWarp, 0, s>>>(
+      kv, layer, blocks, start_pos, q, n_head, n_head_kv, head_dim, out);
+}
+
+}  // namespace ghostline::engine::cuda

@@ -1,0 +1,70 @@
+// Kernel launchers of the CUDA backend. Every launch goes on the caller's stream; the math of
+// each element is in cuda_math.h (tested on the host). Plain kernels, one concern each.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ghostline::engine::cuda {
+
+// Tokens the mat-vec kernel computes against one read of the weights. Each token's sum is
+// computed in the same order whatever the count, so a batch of up to this many tokens gives the
+// logits of single steps bit for bit (speculative verification relies on it).
+inline constexpr int kMaxMatvecTokens = 8;
+inline constexpr int kMaxHeadDim = 256;
+
+// A weight matrix in device memory, GGUF layout: `rows` rows of `cols` values, `row_bytes` each.
+struct DeviceMatrix {
+  const uint8_t* data = nullptr;
+  uint32_t type = 0;  // GgmlType
+  int rows = 0;
+  int cols = 0;
+  size_t row_bytes = 0;
+};
+
+// Whether the kernels read `type` in place (the others are converted to F16 on upload).
+bool kernels_read_type(uint32_t type);
+
+// y[t][r] = sum_c W[r][c] x[t][c] for n_tokens <= kMaxMatvecTokens; one warp per row.
+void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t s);
+
+// Rows [row0, row0 + n_rows) of w as float32, row-major, for a GEMM tile.
+void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cudaStream_t s);
+
+// x[t] = row token[t] of the embedding matrix.
+void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
+           cudaStream_t s);
+
+void rmsnorm(const float* x, const float* weight, int n_rows, int n, float eps, float* out,
+             cudaStream_t s);
+void add_bias(float* y, const float* bias, int n_rows, int n, cudaStream_t s);
+void add_in_place(float* x, const float* y, size_t n, cudaStream_t s);
+void swiglu(float* gate, const float* up, size_t n, cudaStream_t s);
+
+struct RopeParams {
+  int n_head, n_head_kv, head_dim;
+  float theta_base, freq_scale;
+  bool neox;
+};
+// Rotates q (n_tokens x n_head heads) and k (n_tokens x n_head_kv heads) at start_pos + t.
+void rope(float* q, float* k, int n_tokens, int start_pos, const RopeParams& p, cudaStream_t s);
+
+// Paged KV in device memory, laid out as the host KvBlockPool: block-major, then layer, keys
+// then values, kBlockTokens rows of kv_dim F16 values each.
+struct KvLayout {
+  uint16_t* base = nullptr;
+  int kv_dim = 0;
+  size_t block_elems = 0;  // n_layer * 2 * kBlockTokens * kv_dim
+};
+
+// Stores k/v of n_tokens at positions start_pos.. of `layer` through the block table.
+void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
+              const float* k, const float* v, cudaStream_t s);
+
+// Causal grouped-query attention of each token's query heads over positions [0, start_pos + t].
+void attention(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
+               const float* q, int n_head, int n_head_kv, int head_dim, float* out, cudaStream_t s);
+
+}  // namespace ghostline::engine::cuda

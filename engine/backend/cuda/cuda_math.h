@@ -1,0 +1,233 @@
+// The per-element math of the CUDA kernels, written once for the device and the host: nvcc
+// compiles these as __host__ __device__ functions, g++ as plain inline C++, so the normal test
+// suite checks them on the CPU against the quant code and the reference backend (no GPU needed).
+// Each function is the formula as the format or the paper states it; the kernels only decide
+// which thread computes which element.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define GHOSTLINE_HD __host__ __device__ __forceinline__
+#else
+#define GHOSTLINE_HD inline
+#endif
+
+namespace ghostline::engine::cuda_math {
+
+// Block sizes of the types the kernels read in place (see engine/gguf/quant.h for layouts).
+inline constexpr int kQ8_0Bytes = 34;   // fp16 d, 32 x int8
+inline constexpr int kQ4_0Bytes = 18;   // fp16 d, 16 bytes of nibbles
+inline constexpr int kQ4_KBytes = 144;  // fp16 d, fp16 dmin, 12 scale bytes, 128 bytes of nibbles
+inline constexpr int kQ6_KBytes = 210;  // 128 ql, 64 qh, 16 int8 scales, fp16 d
+inline constexpr int kQK_K = 256;
+
+// Little-endian 16-bit load from any address: GGUF blocks are only byte-aligned in general.
+GHOSTLINE_HD uint16_t load_u16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+
+GHOSTLINE_HD float bits_to_float(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+GHOSTLINE_HD uint32_t float_to_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof f);
+  return bits;
+#endif
+}
+
+// IEEE binary16 -> binary32, exact (subnormals, inf and NaN included).
+GHOSTLINE_HD float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1F;
+  uint32_t mant = h & 0x3FF;
+  if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | (mant << 13));
+  if (exp != 0) return bits_to_float(sign | ((exp + 127 - 15) << 23) | (mant << 13));
+  if (mant == 0) return bits_to_float(sign);
+  int e = -1;  // subnormal: normalize the mantissa
+  do {
+    ++e;
+    mant <<= 1;
+  } while ((mant & 0x400) == 0);
+  return bits_to_float(sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3FF) << 13));
+}
+
+// binary32 -> binary16, round to nearest even; what the KV cache stores.
+GHOSTLINE_HD uint16_t float_to_half(float f) {
+  const uint32_t x = float_to_bits(f);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  const uint32_t abs = x & 0x7FFFFFFF;
+  if (abs > 0x7F800000) return static_cast<uint16_t>(sign | 0x7E00 | ((abs >> 13) & 0x3FF));  // NaN
+  if (abs >= 0x477FF000) return static_cast<uint16_t>(sign | 0x7C00);  // rounds to inf
+  if (abs < 0x38800000) {
+    // Subnormal half (or zero): shift the implicit-one mantissa into place, round to even.
+    if (abs < 0x33000000) return static_cast<uint16_t>(sign);
+    const uint32_t e = abs >> 23;
+    const uint32_t m = (abs & 0x7FFFFF) | 0x800000;
+    const uint32_t shift = 126 - e;  // 14..24
+    uint32_t h = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = ((abs - 0x38000000) >> 13);
+  const uint32_t rem = abs & 0x1FFF;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+GHOSTLINE_HD float bf16_to_float(uint16_t h) {
+  return bits_to_float(static_cast<uint32_t>(h) << 16);
+}
+
+// Value e of a row stored in each type; `row` is the row's first byte.
+GHOSTLINE_HD float dequant_f32(const uint8_t* row, int e) {
+  return bits_to_float(static_cast<uint32_t>(load_u16(row + 4 * e)) |
+                       (static_cast<uint32_t>(load_u16(row + 4 * e + 2)) << 16));
+}
+GHOSTLINE_HD float dequant_f16(const uint8_t* row, int e) {
+  return half_to_float(load_u16(row + 2 * e));
+}
+GHOSTLINE_HD float dequant_bf16(const uint8_t* row, int e) {
+  return bf16_to_float(load_u16(row + 2 * e));
+}
+
+// Q8_0: x = q * d.
+GHOSTLINE_HD float dequant_q8_0(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / 32) * kQ8_0Bytes;
+  return static_cast<float>(static_cast<int8_t>(b[2 + e % 32])) * half_to_float(load_u16(b));
+}
+
+// Q4_0: x = (q - 8) * d; byte j holds value j (low nibble) and value j + 16 (high nibble).
+GHOSTLINE_HD float dequant_q4_0(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / 32) * kQ4_0Bytes;
+  const int j = e % 32;
+  const uint8_t byte = b[2 + j % 16];
+  const int q = (j < 16 ? (byte & 0x0F) : (byte >> 4)) - 8;
+  return static_cast<float>(q) * half_to_float(load_u16(b));
+}
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block (12 packed bytes).
+GHOSTLINE_HD void k_scale_min(int j, const uint8_t* q, int& scale, int& min) {
+  if (j < 4) {
+    scale = q[j] & 63;
+    min = q[j + 4] & 63;
+  } else {
+    scale = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: x = (d * sc) * q - dmin * m for the 32-value sub-block holding e. Each 64 values share
+// 32 bytes of qs: the first 32 in the low nibbles, the next 32 in the high ones.
+GHOSTLINE_HD float dequant_q4_k(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / kQK_K) * kQ4_KBytes;
+  const int j = e % kQK_K;
+  const int group = j / 64, within = j % 64;
+  int sc, m;
+  k_scale_min(2 * group + (within >= 32 ? 1 : 0), b + 4, sc, m);
+  const uint8_t byte = b[16 + 32 * group + within % 32];
+  const int q = within < 32 ? (byte & 0xF) : (byte >> 4);
+  const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
+  return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
+}
+
+// Q6_K: x = d * sc * (q - 32), q = 4 low bits from ql and 2 high bits from qh. Each half of 128
+// values uses 64 bytes of ql, 32 of qh and 8 scales; its quarters take the nibbles and bit
+// pairs in turn.
+GHOSTLINE_HD float dequant_q6_k(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / kQK_K) * kQ6_KBytes;
+  const int j = e % kQK_K;
+  const int half = j / 128, quarter = (j % 128) / 32, l = j % 32;
+  const uint8_t* ql = b + 64 * half;
+  const uint8_t* qh = b + 128 + 32 * half;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + 8 * half;
+  const uint8_t low_byte = ql[l + (quarter & 1) * 32];
+  const int low = quarter < 2 ? (low_byte & 0xF) : (low_byte >> 4);
+  const int high = (qh[l] >> (2 * quarter)) & 3;
+  const int q = (low | (high << 4)) - 32;
+  const float d = half_to_float(load_u16(b + 208));
+  return d * static_cast<float>(sc[l / 16 + 2 * quarter]) * static_cast<float>(q);
+}
+
+// 1 / RMS(x) as RMSNorm scales a row: 1 / sqrt(mean(x^2) + eps), from the sum of squares.
+GHOSTLINE_HD float rms_inv(float sum_squares, int n, float eps) {
+  return 1.0f / sqrtf(sum_squares / static_cast<float>(n) + eps);
+}
+
+// out = x / RMS(x) * weight for one row (the kernel reduces the sum of squares over a block).
+GHOSTLINE_HD void rmsnorm_row(float* out, const float* x, const float* weight, int n, float eps) {
+  float ss = 0;
+  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float inv = rms_inv(ss, n, eps);
+  for (int i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+// The dimensions pair i (0..d/2) of a head rotates: adjacent (2i, 2i+1) for llama, halves
+// (i, i + d/2) for NeoX-style models (qwen2).
+GHOSTLINE_HD void rope_pair_index(int i, int d, bool neox, int& a, int& b) {
+  a = neox ? i : 2 * i;
+  b = neox ? i + d / 2 : 2 * i + 1;
+}
+
+// Angle of pair i at position pos: pos * freq_scale * theta_base^(-2i/d), in double because
+// positions reach tens of thousands of radians.
+GHOSTLINE_HD double rope_angle(int pos, int i, int d, float theta_base, float freq_scale) {
+  return pos * static_cast<double>(freq_scale) * pow(static_cast<double>(theta_base), -2.0 * i / d);
+}
+
+// Rotates (x0, x1) by `angle`.
+GHOSTLINE_HD void rope_rotate(float& x0, float& x1, double angle) {
+  const double cs = cos(angle), sn = sin(angle);
+  const double a = x0, b = x1;
+  x0 = static_cast<float>(a * cs - b * sn);
+  x1 = static_cast<float>(a * sn + b * cs);
+}
+
+// SwiGLU: silu(gate) * up.
+GHOSTLINE_HD float swiglu(float gate, float up) {
+  return gate / (1.0f + expf(-gate)) * up;
+}
+
+// Streaming softmax over attention scores (one query): the running max and the sum of
+// exp(score - max). Each new key rescales what was accumulated before it, so the weighted sum
+// of values is built in one pass over the keys; partial states of disjoint key ranges merge.
+struct SoftmaxState {
+  float max = -INFINITY;
+  float sum = 0.0f;
+};
+
+// Adds one score; returns the factor the accumulated values must be multiplied by
+// (`rescale`) and the weight of the new key's value (`weight`).
+GHOSTLINE_HD void softmax_push(SoftmaxState& s, float score, float& rescale, float& weight) {
+  const float m = fmaxf(s.max, score);
+  rescale = expf(s.max - m);  // 0 for the first key (max was -inf)
+  weight = expf(score - m);
+  s.sum = s.sum * rescale + weight;
+  s.max = m;
+}
+
+// Merges state `b` into `a`; returns the factors for a's and b's accumulated values.
+GHOSTLINE_HD void softmax_merge(SoftmaxState& a, const SoftmaxState& b, float& scale_a,
+                                float& scale_b) {
+  const float m = fmaxf(a.max, b.max);
+  scale_a = a.max == -INFINITY ? 0.0f : expf(a.max - m);
+  scale_b = b.max == -INFINITY ? 0.0f : expf(b.max - m);
+  a.sum = a.sum * scale_a + b.sum * scale_b;
+  a.max = m;
+}
+
+}  // namespace ghostline::engine::cuda_math

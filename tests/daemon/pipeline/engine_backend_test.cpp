@@ -1,0 +1,47 @@
+// --backend: the four names parse, and each choice gives the backend this machine can run.
+#include "daemon/pipeline/engine_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace ghostline::daemon {
+namespace {
+
+TEST(EngineBackendTest, EveryNameParsesAndPrintsBack) {
+  for (const char* name : {"auto", "cpu", "cuda", "remote"}) {
+    const auto choice = parse_backend_choice(name);
+    ASSERT_TRUE(choice.has_value()) << name;
+    EXPECT_STREQ(backend_choice_name(*choice), name);
+  }
+  EXPECT_FALSE(parse_backend_choice("gpu").has_value());
+  EXPECT_FALSE(parse_backend_choice("").has_value());
+}
+
+TEST(EngineBackendTest, CpuIsAlwaysTheCpu) {
+  EXPECT_EQ(engine_backend(BackendChoice::Cpu), engine::BackendKind::Cpu);
+}
+
+TEST(EngineBackendTest, AutoAndCudaFollowTheDevice) {
+  const engine::CudaStatus status = engine::cuda_status();
+  std::string note;
+  if (status.available) {
+    EXPECT_EQ(engine_backend(BackendChoice::Auto, &note), engine::BackendKind::Auto);
+    EXPECT_TRUE(note.empty());
+    EXPECT_EQ(engine_backend(BackendChoice::Cuda), engine::BackendKind::Cuda);
+  } else {
+    // Without a device auto says why and runs on the CPU; cuda is an error naming the reason.
+    EXPECT_EQ(engine_backend(BackendChoice::Auto, &note), engine::BackendKind::Cpu);
+    EXPECT_NE(note.find(status.description), std::string::npos) << note;
+    try {
+      engine_backend(BackendChoice::Cuda);
+      ADD_FAILURE() << "--backend cuda without a device did not throw";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(status.description), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ghostline::daemon

@@ -1,0 +1,238 @@
+// The CUDA backend against the reference backend on the shared models, and speculative
+// decoding on the device against plain decoding. These need a GPU: without one (or in a build
+// without CUDA) each test is skipped with "no GPU", which ctest reports as Skipped.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "engine/speculative.h"
+
+namespace ghostline::engine {
+namespace {
+
+const std::filesystem::path kModels = "../shared/data/models";
+
+#define SKIP_WITHOUT_GPU()                                                   \
+  do {                                                                       \
+    const CudaStatus status = cuda_status();                                 \
+    if (!status.available) GTEST_SKIP() << "no GPU: " << status.description; \
+  } while (0)
+
+struct Engine {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvBlockPool> pool;
+  std::unique_ptr<Generator> gen;
+
+  Engine(const std::filesystem::path& path, BackendKind kind, int chunk) {
+    model = Model::load(path, {.lock_resident = false});
+    const ModelConfig& c = model->config();
+    pool = std::make_unique<KvBlockPool>(c.n_layer, c.kv_dim(), 16 << 20);
+    gen = std::make_unique<Generator>(
+        *model, *pool, GeneratorOptions{.threads = 1, .backend = kind, .chunk_tokens = chunk});
+  }
+};
+
+// The shared reference models the CUDA backend implements (llama, qwen2) and the reference can
+// load; others are listed so that a failure names them.
+std::vector<std::filesystem::path> cuda_models() {
+  std::vector<std::filesystem::path> out;
+  if (!std::filesystem::exists(kModels)) return out;
+  for (const auto& entry : std::filesystem::directory_iterator(kModels)) {
+    if (entry.path().extension() != ".gguf") continue;
+    try {
+      auto model = Model::load(entry.path(), {.lock_resident = false});
+      const std::string& arch = model->config().arch;
+      if (arch == "llama" || arch == "qwen2") out.push_back(entry.path());
+    } catch (const std::exception&) {
+      // A file this build cannot serve at all: no backend runs it.
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::vector<int32_t>> prompts_of(const std::filesystem::path& gguf) {
+  std::filesystem::path json = gguf;
+  json.replace_extension(".logits.json");
+  std::ifstream in(json);
+  std::vector<std::vector<int32_t>> out;
+  if (!in) return out;
+  for (const auto& c : nlohmann::json::parse(in).at("cases"))
+    out.push_back(c.at("ids").get<std::vector<int32_t>>());
+  return out;
+}
+
+double stddev(std::span<const float> v) {
+  double mean = 0, sq = 0;
+  for (float x : v) mean += x;
+  mean /= double(v.size());
+  for (float x : v) sq += (x - mean) * (x - mean);
+  return std::sqrt(sq / double(v.size()));
+}
+
+// Both backends dequantize weights exactly (types the kernels do not read are rounded to F16 on
+// upload) and keep F32 activations and F16 KV, so the F16 row of ../shared/data/README.md's
+// tolerance table applies to every file: max |difference| <= 0.01 x std of the logits, top-1
+// identical except where the reference's top two are closer than that.
+constexpr double kMaxDiffInStd = 0.01;
+
+void expect_close_logits(std::span<const float> ours, std::span<const float> ref,
+                         const std::string& where) {
+  const double tol = kMaxDiffInStd * stddev(ref);
+  double max_diff = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    max_diff = std::max(max_diff, double(std::abs(ours[i] - ref[i])));
+  EXPECT_LE(max_diff, tol) << where;
+  const auto top = [](std::span<const float> v) {
+    return std::max_element(v.begin(), v.end()) - v.begin();
+  };
+  const auto ours_top = top(ours), ref_top = top(ref);
+  if (ours_top != ref_top) {
+    EXPECT_LE(std::abs(ref[size_t(ref_top)] - ref[size_t(ours_top)]), tol)
+        << where << ": top-1 " << ours_top << " vs " << ref_top << " is no near-tie";
+  }
+}
+
+TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) {
+  SKIP_WITHOUT_GPU();
+  const auto models = cuda_models();
+  ASSERT_FALSE(models.empty()) << "no llama/qwen2 model in " << kModels;
+  for (const auto& path : models) {
+    SCOPED_TRACE(path.filename().string());
+    // Chunks of 12: prefill runs through the GEMM path, batches start inside KV blocks, and the
+    // last chunk of most prompts goes through the mat-vec kernel.
+    Engine cuda(path, BackendKind::Cuda, 12), ref(path, BackendKind::Reference, 12);
+    ASSERT_EQ(cuda.gen->backend_name(), "cuda");
+    const auto prompts = prompts_of(path);
+    ASSERT_FALSE(prompts.empty());
+    for (size_t p = 0; p < std::min<size_t>(prompts.size(), 2); ++p) {
+      const auto& ids = prompts[p];
+      const int n = int(ids.size());
+      KvSequence a, b;
+      ASSERT_TRUE(cuda.gen->forward(a, ids, LogitsRequest::last_n_of(n)));
+      ASSERT_TRUE(ref.gen->forward(b, ids, LogitsRequest::last_n_of(n)));
+      for (int i = 0; i < n; ++i)
+        expect_close_logits(cuda.gen->logits(i), ref.gen->logits(i),
+                            "prompt " + std::to_string(p) + " position " + std::to_string(i));
+      cuda.pool->release(a);
+      ref.pool->release(b);
+
+      KvSequence ga, gb;
+      const auto ours = cuda.gen->generate(ga, ids, {.max_tokens = 16});
+      const auto theirs = ref.gen->generate(gb, ids, {.max_tokens = 16});
+      EXPECT_EQ(ours.tokens, theirs.tokens) << "greedy, prompt " << p;
+      cuda.pool->release(ga);
+      ref.pool->release(gb);
+    }
+  }
+}
+
+// Speculative verification relies on it: a batch of up to verify_cost().max_tokens tokens gives
+// each token the logits of a single step, bit for bit.
+TEST(CudaBackendTest, SmallBatchesGiveBitIdenticalLogits) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& path : cuda_models()) {
+    SCOPED_TRACE(path.filename().string());
+    Engine e(path, BackendKind::Cuda, 64);
+    const int n = e.gen->verify_cost().max_tokens;
+    ASSERT_GT(n, 1);
+    std::vector<int32_t> ids(size_t(21 + n));
+    for (size_t i = 0; i < ids.size(); ++i)
+      ids[i] = int32_t((i * 7919 + 13) % size_t(e.model->config().n_vocab - 10) + 5);
+    const auto head = std::span(ids).first(ids.size() - size_t(n));
+    const auto tail = std::span(ids).last(size_t(n));
+    KvSequence batched, stepped;
+    ASSERT_TRUE(e.gen->forward(batched, head, LogitsRequest::none()));
+    ASSERT_TRUE(e.gen->forward(stepped, head, LogitsRequest::none()));
+    ASSERT_TRUE(e.gen->forward(batched, tail, LogitsRequest::last_n_of(n)));
+    std::vector<std::vector<float>> all;
+    for (int i = 0; i < n; ++i) all.emplace_back(e.gen->logits(i).begin(), e.gen->logits(i).end());
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(e.gen->forward(stepped, tail.subspan(size_t(i), 1)));
+      const auto one = e.gen->logits(0);
+      EXPECT_EQ(std::memcmp(one.data(), all[size_t(i)].data(), one.size_bytes()), 0)
+          << "position " << i;
+    }
+    e.pool->release(batched);
+    e.pool->release(stepped);
+  }
+}
+
+TEST(CudaBackendTest, SpeculativeOutputIsIdenticalToPlainDecoding) {
+  SKIP_WITHOUT_GPU();
+  const std::filesystem::path target_path = "models/ghostline-code.gguf",
+                              draft_path = "models/ghostline-code-draft.gguf";
+  ASSERT_TRUE(std::filesystem::exists(target_path) && std::filesystem::exists(draft_path));
+  Engine target(target_path, BackendKind::Cuda, 32), draft(draft_path, BackendKind::Cuda, 32);
+  AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram(target.gen->verify_cost());
+  int proposed = 0;
+  for (int p = 0; p < 6; ++p) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40 + 7 * p; ++i)
+      prompt.push_back(int32_t((i * 7919 + 131 * p) % (target.model->config().n_vocab - 10) + 5));
+    KvSequence plain_seq, seq, draft_seq;
+    const auto plain = target.gen->generate(plain_seq, prompt, {.max_tokens = 32});
+    const Speculation spec{.draft = p % 2 ? nullptr : draft.gen.get(),
+                           .draft_seq = &draft_seq,
+                           .ngram = true,
+                           .k_draft = &always_draft,
+                           .k_ngram = &k_ngram};
+    const auto r = generate_speculative(*target.gen, seq, prompt, {.max_tokens = 32}, spec);
+    EXPECT_EQ(r.tokens, plain.tokens) << "prompt " << p;
+    EXPECT_EQ(seq.n_tokens, plain_seq.n_tokens) << "prompt " << p;
+    proposed += r.speculation.proposed_draft + r.speculation.proposed_ngram;
+    target.pool->release(plain_seq);
+    target.pool->release(seq);
+    draft.pool->release(draft_seq);
+  }
+  EXPECT_GT(proposed, 0) << "nothing was speculated";
+}
+
+TEST(CudaBackendTest, CancelBetweenLayersWritesNoLogits) {
+  SKIP_WITHOUT_GPU();
+  auto model = Model::load("models/ghostline-code.gguf", {.lock_resident = false});
+  const ModelConfig& c = model->config();
+  KvBlockPool pool(c.n_layer, c.kv_dim(), 4 << 20);
+  auto backend = make_backend(*model, pool, {.kind = BackendKind::Cuda});
+  KvSequence seq;
+  const std::vector<int32_t> ids = {5, 6, 7, 8};
+  pool.prepare_append(seq, int(ids.size()));
+  std::atomic<bool> cancel{true};
+  std::vector<float> logits(size_t(c.n_vocab), -1.0f);
+  EXPECT_FALSE(backend->forward(
+      {.tokens = ids, .start_pos = 0, .blocks = seq.blocks, .n_logits = 1, .cancel = &cancel},
+      logits));
+  EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return v == -1.0f; }));
+  cancel = false;
+  EXPECT_TRUE(backend->forward(
+      {.tokens = ids, .start_pos = 0, .blocks = seq.blocks, .n_logits = 1, .cancel = &cancel},
+      logits));
+  EXPECT_TRUE(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+  pool.release(seq);
+}
+
+// Runs everywhere: which backend `auto` and `cuda` give on this machine.
+TEST(CudaBackendSelectionTest, AutoUsesTheGpuWhenPresentElseTheCpu) {
+  auto model = Model::load("models/ghostline-code-draft.gguf", {.lock_resident = false});
+  const ModelConfig& c = model->config();
+  KvBlockPool pool(c.n_layer, c.kv_dim(), 4 << 20);
+  const CudaStatus status = cuda_status();
+  EXPECT_FALSE(status.description.empty());
+  auto backend = make_backend(*model, pool, {.kind = BackendKind::Auto});
+  EXPECT_EQ(backend->name(), status.available ? "cuda" : "cpu");
+  if (!status.available) {
+    EXPECT_THROW(make_backend(*model, pool, {.kind = BackendKind::Cuda}), BackendUnavailable);
+  }
+}
+
+}  // namespace
+}  // namespace ghostline::engine

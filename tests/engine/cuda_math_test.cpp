@@ -1,0 +1,216 @@
+// The element math of the CUDA kernels (engine/backend/cuda/cuda_math.h), run on the CPU: each
+// function against the quant code or the reference backend's formula, so the kernels' math is
+// checked on machines without a GPU.
+#include "engine/backend/cuda/cuda_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/gguf/quant.h"
+
+namespace ghostline::engine {
+namespace {
+
+namespace m = cuda_math;
+
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+TEST(CudaMathTest, HalfToFloatMatchesTheQuantCodeOnEveryValue) {
+  for (uint32_t h = 0; h <= 0xFFFF; ++h)
+    ASSERT_EQ(bits(m::half_to_float(uint16_t(h))), bits(cpu::fp16_to_fp32(uint16_t(h)))) << h;
+}
+
+TEST(CudaMathTest, FloatToHalfRoundsAsTheQuantCode) {
+  std::mt19937 rng(7);
+  std::vector<float> values = {0.0f,     -0.0f,   1.0f,     65504.0f, 65520.0f,  1e-8f, 5.96e-8f,
+                               2.98e-8f, 6.1e-5f, -3.3e-6f, INFINITY, -INFINITY, 1e10f};
+  std::uniform_real_distribution<float> exponent(-26, 17);
+  for (int i = 0; i < 200000; ++i) {
+    const float v =
+        std::ldexp(std::uniform_real_distribution<float>(1, 2)(rng), int(exponent(rng)));
+    values.push_back(i % 2 ? v : -v);
+  }
+  for (uint32_t h = 0; h < 0x7C00; ++h) {  // every finite half and the midpoints around it
+    const float f = cpu::fp16_to_fp32(uint16_t(h));
+    values.push_back(f);
+    values.push_back(std::nextafter(f, INFINITY));
+    values.push_back((f + cpu::fp16_to_fp32(uint16_t(h + 1))) / 2);
+  }
+  for (float v : values) ASSERT_EQ(m::float_to_half(v), cpu::fp32_to_fp16(v)) << v;
+  EXPECT_EQ(m::float_to_half(NAN) & 0x7C00, 0x7C00);
+  EXPECT_NE(m::float_to_half(NAN) & 0x3FF, 0);
+}
+
+// Random blocks of `type` with sane fp16 scales at the given offsets (random bytes elsewhere).
+std::vector<uint8_t> random_row(GgmlType type, int n, std::initializer_list<int> scale_offsets,
+                                std::mt19937& rng) {
+  const auto& traits = ggml_type_traits(type);
+  std::vector<uint8_t> row(ggml_row_bytes(type, n));
+  for (uint8_t& b : row) b = uint8_t(rng());
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (size_t block = 0; block < row.size() / traits.block_bytes; ++block)
+    for (int off : scale_offsets) {
+      const uint16_t h = cpu::fp32_to_fp16(scale(rng));
+      std::memcpy(&row[block * traits.block_bytes + size_t(off)], &h, 2);
+    }
+  return row;
+}
+
+struct DequantCase {
+  GgmlType type;
+  float (*element)(const uint8_t*, int);
+  std::initializer_list<int> scale_offsets;
+};
+
+TEST(CudaMathTest, DequantizedElementsMatchTheQuantCode) {
+  const DequantCase cases[] = {
+      {GgmlType::Q8_0, m::dequant_q8_0, {0}},    {GgmlType::Q4_0, m::dequant_q4_0, {0}},
+      {GgmlType::Q4_K, m::dequant_q4_k, {0, 2}}, {GgmlType::Q6_K, m::dequant_q6_k, {208}},
+      {GgmlType::F16, m::dequant_f16, {}},       {GgmlType::BF16, m::dequant_bf16, {}},
+  };
+  std::mt19937 rng(3);
+  const int n = 1024;
+  for (const DequantCase& c : cases) {
+    auto row = random_row(c.type, n, c.scale_offsets, rng);
+    if (c.type == GgmlType::F16 || c.type == GgmlType::BF16)  // finite values only
+      for (int i = 0; i < n; ++i) row[size_t(2 * i + 1)] &= 0x3F;
+    std::vector<float> expected(n);
+    cpu::dequantize_row(c.type, reinterpret_cast<const std::byte*>(row.data()), expected.data(), n);
+    for (int e = 0; e < n; ++e)
+      ASSERT_FLOAT_EQ(c.element(row.data(), e), expected[size_t(e)])
+          << ggml_type_name(c.type) << " element " << e;
+  }
+  std::vector<float> f32(64);
+  for (float& v : f32) v = std::uniform_real_distribution<float>(-3, 3)(rng);
+  for (int e = 0; e < 64; ++e)
+    EXPECT_EQ(m::dequant_f32(reinterpret_cast<const uint8_t*>(f32.data()), e), f32[size_t(e)]);
+}
+
+TEST(CudaMathTest, RmsNormMatchesTheReferenceFormula) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 2);
+  for (int n : {1, 7, 64, 896}) {
+    std::vector<float> x(n), w(n), out(n);
+    for (int i = 0; i < n; ++i) x[size_t(i)] = normal(rng), w[size_t(i)] = normal(rng);
+    const float eps = 1e-6f;
+    m::rmsnorm_row(out.data(), x.data(), w.data(), n, eps);
+    double ss = 0;
+    for (float v : x) ss += double(v) * v;
+    const double scale = 1.0 / std::sqrt(ss / n + eps);
+    for (int i = 0; i < n; ++i)
+      EXPECT_NEAR(out[size_t(i)], x[size_t(i)] * scale * w[size_t(i)],
+                  1e-5 * std::abs(x[size_t(i)] * scale * w[size_t(i)]) + 1e-6)
+          << "n " << n << " i " << i;
+  }
+}
+
+// The reference backend's RoPE of one head (engine/backend/reference/reference_backend.cpp).
+void reference_rope(float* head, int pos, int d, float base, float freq_scale, bool neox) {
+  for (int i = 0; i < d / 2; ++i) {
+    const double theta = pos * double(freq_scale) * std::pow(double(base), -2.0 * i / d);
+    const double cs = std::cos(theta), sn = std::sin(theta);
+    const int a = neox ? i : 2 * i;
+    const int b = neox ? i + d / 2 : 2 * i + 1;
+    const double x0 = head[a], x1 = head[b];
+    head[a] = static_cast<float>(x0 * cs - x1 * sn);
+    head[b] = static_cast<float>(x0 * sn + x1 * cs);
+  }
+}
+
+TEST(CudaMathTest, RopeMatchesTheReferenceInBothLayouts) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0, 1);
+  for (bool neox : {false, true})
+    for (int pos : {0, 1, 17, 4095, 30000}) {
+      const int d = 64;
+      std::vector<float> head(d);
+      for (float& v : head) v = normal(rng);
+      std::vector<float> ours = head;
+      reference_rope(head.data(), pos, d, 1e6f, 0.5f, neox);
+      for (int i = 0; i < d / 2; ++i) {
+        int a, b;
+        m::rope_pair_index(i, d, neox, a, b);
+        m::rope_rotate(ours[size_t(a)], ours[size_t(b)], m::rope_angle(pos, i, d, 1e6f, 0.5f));
+      }
+      for (int i = 0; i < d; ++i)
+        EXPECT_EQ(ours[size_t(i)], head[size_t(i)]) << "neox " << neox << " pos " << pos;
+    }
+}
+
+TEST(CudaMathTest, SwigluIsSiluOfGateTimesUp) {
+  for (float g : {-20.0f, -1.5f, 0.0f, 0.3f, 4.0f, 30.0f})
+    for (float u : {-2.0f, 0.5f, 3.0f}) {
+      const double expected = g / (1.0 + std::exp(-double(g))) * u;
+      EXPECT_NEAR(m::swiglu(g, u), expected, 1e-6 * std::abs(expected) + 1e-7) << g << " " << u;
+    }
+}
+
+// Attention of one query as the kernel splits it: `warps` interleaved key ranges, each with a
+// streaming softmax over F16 keys and values, merged at the end; against the reference's
+// two-pass softmax in double.
+TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0, 1);
+  const int d = 16, warps = 4;
+  for (int n_keys : {1, 2, 3, 5, 9, 40}) {
+    std::vector<float> q(d);
+    std::vector<uint16_t> keys(size_t(n_keys) * d), values(size_t(n_keys) * d);
+    for (float& v : q) v = normal(rng) * 2;
+    for (uint16_t& k : keys) k = cpu::fp32_to_fp16(normal(rng));
+    for (uint16_t& v : values) v = cpu::fp32_to_fp16(normal(rng));
+
+    // Reference backend: scores in double, max-subtracted exp, weighted sum of values.
+    std::vector<double> score(static_cast<size_t>(n_keys));
+    double max_score = -INFINITY;
+    for (int p = 0; p < n_keys; ++p) {
+      double s = 0;
+      for (int i = 0; i < d; ++i)
+        s += double(q[size_t(i)]) * cpu::fp16_to_fp32(keys[size_t(p * d + i)]);
+      score[size_t(p)] = s / std::sqrt(double(d));
+      max_score = std::max(max_score, score[size_t(p)]);
+    }
+    double sum = 0;
+    for (double& s : score) sum += (s = std::exp(s - max_score));
+    std::vector<double> expected(d, 0.0);
+    for (int i = 0; i < d; ++i)
+      for (int p = 0; p < n_keys; ++p)
+        expected[size_t(i)] +=
+            score[size_t(p)] / sum * cpu::fp16_to_fp32(values[size_t(p * d + i)]);
+
+    // The kernel's decomposition.
+    std::vector<m::SoftmaxState> state(warps);
+    std::vector<std::vector<float>> acc(warps, std::vector<float>(d, 0.0f));
+    for (int w = 0; w < warps; ++w)
+      for (int p = w; p < n_keys; p += warps) {
+        float dot = 0;
+        for (int i = 0; i < d; ++i) dot += q[size_t(i)] * m::half_to_float(keys[size_t(p * d + i)]);
+        float rescale, weight;
+        m::softmax_push(state[size_t(w)], dot / std::sqrt(float(d)), rescale, weight);
+        for (int i = 0; i < d; ++i)
+          acc[size_t(w)][size_t(i)] = acc[size_t(w)][size_t(i)] * rescale +
+                                      weight * m::half_to_float(values[size_t(p * d + i)]);
+      }
+    m::SoftmaxState total = state[0];
+    std::vector<float> out = acc[0];
+    for (int w = 1; w < warps; ++w) {
+      float scale_a, scale_b;
+      m::softmax_merge(total, state[size_t(w)], scale_a, scale_b);
+      for (int i = 0; i < d; ++i)
+        out[size_t(i)] = out[size_t(i)] * scale_a + acc[size_t(w)][size_t(i)] * scale_b;
+    }
+    for (int i = 0; i < d; ++i)
+      EXPECT_NEAR(out[size_t(i)] / total.sum, expected[size_t(i)], 1e-5)
+          << n_keys << " keys, dim " << i;
+  }
+}
+
+}  // namespace
+}  // namespace ghostline::engine
