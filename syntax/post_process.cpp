@@ -155,7 +155,11 @@ CompletionShape shape_at(std::string_view text, size_t cursor) {
     size_t end = std::min(text.find('\n', begin), text.size());
     std::string_view line = text.substr(begin, end - begin);
     if (!blank(line)) {
-      shape.next_line = std::string(trim(line));
+      // A line of closing brackets also closes inner blocks the completion writes: the block's
+      // end is found by indentation, not by it.
+      const std::string_view t = trim(line);
+      if (std::any_of(t.begin(), t.end(), [](char c) { return is_identifier_byte(c); }))
+        shape.next_line = std::string(t);
       break;
     }
     begin = end + 1;

@@ -22,8 +22,9 @@ struct CompletionShape {
   // deeper than this and comes back to it after a blank line has started a sibling (the next
   // definition, the next paragraph of statements) and ends before it.
   int base_indent = 0;
-  // The first non-blank line after the cursor's line, trimmed: a generated line equal to it
-  // means the model has reached the code that is already there.
+  // The first non-blank line after the cursor's line, trimmed, unless it is only punctuation
+  // (closing brackets): a generated line equal to it means the model has reached the code that
+  // is already there.
   std::string next_line;
   // The cursor's line up to the cursor, and the non-blank line before it (trimmed): a
   // completion that only repeats the previous line is dropped.

@@ -85,6 +85,11 @@ TEST(CompletionShape, KnowsTheBlockAroundTheCursor) {
   EXPECT_FALSE(shape.single_line);
   EXPECT_EQ(shape.min_indent, 1);
   EXPECT_EQ(shape.next_line, "return 0;");
+  // A closing brace also closes the blocks the completion opens: it is no stop line.
+  text = "func f() {\n}\n";
+  shape = shape_at(text, text.find('{') + 1);
+  EXPECT_EQ(shape.next_line, "");
+  EXPECT_EQ(finish_completion(shape, "\n\tif x {\n\t\treturn\n\t}\n\treturn\n}\n"), "\n\tif x {\n\t\treturn\n\t}\n\treturn");
 }
 
 TEST(FinishCompletion, ABlockEndsWhereItsIndentationEnds) {
