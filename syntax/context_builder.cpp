@@ -55,7 +55,13 @@ void classify_literal(const TreeSnapshot& tree, std::string_view text, size_t cu
   if (!q) return;
   const uint32_t from = static_cast<uint32_t>(cursor > 0 ? cursor - 1 : 0);
   const uint32_t to = static_cast<uint32_t>(std::min(cursor + 1, text.size()));
+  bool in_code = false;
   for_each_capture(q, tree.root(), text, from, to, [&](const Capture& cap) {
+    if (cap.name == "code") {  // an interpolation inside a string literal
+      const size_t b = ts_node_start_byte(cap.node), e = ts_node_end_byte(cap.node);
+      in_code |= b < cursor && cursor < e;
+      return true;
+    }
     const bool comment = cap.name == "comment";
     if (!cursor_inside(cap.node, text, cursor, comment || cap.name == "docstring")) return true;
     if (cap.name == "docstring") c.in_docstring = true;
@@ -63,6 +69,7 @@ void classify_literal(const TreeSnapshot& tree, std::string_view text, size_t cu
     else if (cap.name == "string") c.in_string = true;
     return true;
   });
+  if (in_code) c.in_string = false;
   if (c.in_docstring) c.in_comment = c.in_string = false;
 }
 

@@ -57,10 +57,13 @@ const Case kCases[] = {
      Decision::MultiLine, "self.items.append(item)\n        return self\n\n    def peek(self):\n        return self.items[-1]\n",
      "self.items.append(item)\n        return self"},
     {"python", "for i in range(10):\n    total = total + █\n", Decision::SingleLine, "i * i\nprint(total)\n", "i * i"},
+    {"python", "print(f\"total: {█}\")\n", Decision::SingleLine, "total}\")", "total"},
+    {"python", "print(f\"total: █\")\n", Decision::None},
     // JavaScript
     {"javascript", "function sum(xs) {\n  return xs.reduce((a, b) => a + b, 0);\n}\nconst n = su█m([1]);\n", Decision::None},
     {"javascript", "// fetch the user█\nasync function load() {}\n", Decision::None},
     {"javascript", "const url = \"https://example.com/█\";\n", Decision::None},
+    {"javascript", "const url = `https://example.com/${█}`;\n", Decision::SingleLine, "user.id}`;", "user.id"},
     {"javascript", "function clamp(x, lo, hi) {\n  █\n}\n", Decision::MultiLine,
      "if (x < lo) return lo;\n  if (x > hi) return hi;\n  return x;\n}\n\nfunction other() {",
      "if (x < lo) return lo;\n  if (x > hi) return hi;\n  return x;"},

@@ -21,3 +21,6 @@
     .
     (expression_statement
       (string) @docstring)))
+
+; Code inside an f-string (`{...}`): completed as code, not as the string around it.
+(interpolation) @code
