@@ -99,7 +99,8 @@ def sample_block(rng, text, lang):
         return None
     head_end = sum(len(x) + 1 for x in lines[:k]) + len(lines[k].rstrip())
     rest = "\n".join(lines[k + 1 + len(body):])
-    return dict(text=text[:head_end] + "\n" + rest, cursor=head_end, expected="\n" + "\n".join(body))
+    return dict(text=text[:head_end] + "\n" + rest, cursor=head_end, expected="\n" + "\n".join(body),
+                continuation=text[head_end:])
 
 
 KINDS = {"line": sample_line, "word": sample_word, "comment": sample_comment, "block": sample_block}
@@ -164,10 +165,21 @@ def main():
     ap.add_argument("--deadline-ms", type=int, default=5000,
                     help="generous, so that the figures measure what is generated, not how fast")
     ap.add_argument("--out", default=None, help="JSON file for the figures and every completion")
+    ap.add_argument("--dump-blocks", default=None,
+                    help="write the block samples as JSON lines (text, cursor, expected, the original "
+                         "continuation) for tools/bench's stop-rules eval, and stop")
     args = ap.parse_args()
     docs = load_heldout(args.corpus)
     if not docs:
         raise SystemExit(f"no held-out documents in {args.corpus} (make it with tools/train/data.py)")
+    if args.dump_blocks:
+        with open(args.dump_blocks, "w", encoding="utf-8") as f:
+            for s in make_samples(docs, "block", args.samples, args.seed):
+                cursor = len(s["text"][:s["cursor"]].encode("utf-8"))
+                f.write(json.dumps(dict(text=s["text"], cursor=cursor, expected=s["expected"],
+                                        continuation=s["continuation"], lang=s["lang"],
+                                        path="sample" + EXT[s["lang"]])) + "\n")
+        return
     automatic = supports_automatic(args.ghostline)
     report, rows = {"binary": args.ghostline, "model": args.model, "automatic": automatic}, []
     with tempfile.TemporaryDirectory() as d:
