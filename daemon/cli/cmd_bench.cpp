@@ -16,6 +16,7 @@
 #include "daemon/cli/backend_choice.h"
 #include "daemon/cli/model_command.h"
 #include "engine/generator.h"
+#include "engine/gguf/file_type.h"
 #include "engine/gguf/gguf_file.h"
 
 namespace ghostline::daemon {
@@ -37,9 +38,12 @@ Figure summarize(const std::vector<double>& samples) {
   return f;
 }
 
-// The type of most weight matrices, as llama-bench names a model "Q4_0" even when a few
-// tensors (e.g. the embedding) are stored in another type.
+// The file's quantization as llama-bench names it: the preset in general.file_type ("Q4_K_M"
+// for a mix of Q4_K, Q6_K and fallback types), else the type of most weight matrices (a "Q4_0"
+// file may hold its embedding in another type).
 std::string dominant_type(const engine::GgufFile& file) {
+  if (const auto ftype = file.get_int("general.file_type"))
+    if (const auto name = engine::file_type_name(*ftype)) return std::string(*name);
   std::map<std::string, int> matrices;
   for (const auto& t : file.tensors())
     if (t.shape.size() == 2) ++matrices[std::string(engine::ggml_type_name(t.type))];

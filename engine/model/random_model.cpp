@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/gguf/file_type.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/quant.h"
 #include "engine/gguf/quantize.h"
@@ -284,6 +285,9 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   str("general.name", "ghostline random " + s.arch + " " +
                           (s.q4_k_m ? std::string("Q4_K_M") : std::string(ggml_type_name(s.type))));
   u32("general.alignment", kAlignment);
+  // As llama-quantize records the preset (llama-bench and `ghostline bench` name the file by it).
+  if (const auto ftype = s.q4_k_m ? std::optional<int64_t>(kFileTypeQ4_K_M) : file_type_of(s.type))
+    u32("general.file_type", uint32_t(*ftype));
   u32(a + "context_length", uint32_t(s.n_ctx));
   u32(a + "embedding_length", uint32_t(s.n_embd));
   u32(a + "block_count", uint32_t(s.n_layer));

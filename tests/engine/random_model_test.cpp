@@ -140,6 +140,8 @@ TEST(RandomModelMix, Q4KMGivesTheTypesLlamaQuantizeWrites) {
     ++matrices;
   }
   EXPECT_EQ(matrices, 15);  // the tied embedding and 7 per layer
+  // The preset is recorded as llama-quantize records it.
+  EXPECT_EQ(file->get_int("general.file_type"), ref->get_int("general.file_type"));
 
   // The mix loads, and the fast path agrees with the reference one.
   auto model = Model::load(path, {.lock_resident = false});
