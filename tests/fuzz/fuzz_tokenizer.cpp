@@ -1,0 +1,57 @@
+// Every tokenizer on arbitrary text: ids within the vocabulary, decoding gives the text back,
+// and a text encoded in two segments at a cut that splits_exactly_at() accepts gives the ids
+// of the whole. The first byte picks the tokenizer and whether special tokens are parsed.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz_check.h"
+#include "fuzz_tokenizers.h"
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ghostline::fuzz::shared_tokenizers();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const auto& all = ghostline::fuzz::shared_tokenizers();
+  const auto& [name, tok] = all[data[0] % all.size()];
+  const bool special = (data[0] / all.size()) & 1;
+  std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  auto ids = tok->encode(text, special);
+  for (int32_t id : ids) FUZZ_CHECK(id >= 0 && id < tok->n_vocab(), "%s: id %d", name.c_str(), id);
+  std::string back = tok->decode(ids);
+  // Byte-level BPE and SentencePiece with byte fallback represent any valid UTF-8 exactly.
+  if (!special && valid_utf8(text))
+    FUZZ_CHECK(back == text, "%s: decode(encode(text)) differs (%zu bytes in, %zu out)", name.c_str(), text.size(),
+               back.size());
+  // A few of the cuts the prompt assembler may use (each check encodes the whole text again).
+  int checked = 0;
+  for (size_t cut = 1; cut < text.size() && !special && checked < 4; ++cut) {
+    if (!tok->splits_exactly_at(text, cut)) continue;
+    ++checked;
+    auto head = tok->encode(text.substr(0, cut));
+    auto tail = tok->encode_continuation(text.substr(cut));
+    head.insert(head.end(), tail.begin(), tail.end());
+    FUZZ_CHECK(head == ids, "%s: segments cut at %zu give other ids than the whole", name.c_str(), cut);
+  }
+  return 0;
+}
