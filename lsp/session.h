@@ -51,6 +51,8 @@ struct ServerOptions {
   size_t max_documents = 1000;
   size_t max_document_bytes = 16u << 20;
   double max_requests_per_second = 0;  // <= 0: unlimited
+  // Socket sessions: replies the client has not read, beyond which it is disconnected.
+  size_t max_unread_reply_bytes = 64u << 20;
   SessionSettings defaults;
 };
 

@@ -39,8 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto ids = tok->encode(text, special);
   for (int32_t id : ids) FUZZ_CHECK(id >= 0 && id < tok->n_vocab(), "%s: id %d", name.c_str(), id);
   std::string back = tok->decode(ids);
-  // Byte-level BPE and SentencePiece with byte fallback represent any valid UTF-8 exactly.
-  if (!special && valid_utf8(text))
+  // Byte-level BPE and SentencePiece with byte fallback represent any valid UTF-8 exactly,
+  // except that SentencePiece writes spaces as U+2581 and so decodes a U+2581 of the text as a
+  // space (as llama.cpp does, whose ids these are).
+  const bool spm = tok->model() == "llama";
+  if (!special && valid_utf8(text) && !(spm && text.find("\xe2\x96\x81") != std::string_view::npos))
     FUZZ_CHECK(back == text, "%s: decode(encode(text)) differs (%zu bytes in, %zu out)", name.c_str(), text.size(),
                back.size());
   // A few of the cuts the prompt assembler may use (each check encodes the whole text again).
