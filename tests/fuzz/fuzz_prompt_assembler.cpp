@@ -26,7 +26,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 4) return 0;
   const auto& all = ghostline::fuzz::shared_tokenizers();
   const auto& tok = *all[data[0] % all.size()].tokenizer;
-  auto fim = ghostline::engine::fim_tokens(tok);
+  // The FIM tokens as engine::fim_tokens() takes them from the tokenizer's specials (this
+  // target links the tokenizer without the model layer).
+  const auto& specials = tok.specials();
+  ghostline::engine::FimTokens fim;
+  if (specials.fim_pre && specials.fim_suf && specials.fim_mid) {
+    fim.pre = *specials.fim_pre;
+    fim.suf = *specials.fim_suf;
+    fim.mid = *specials.fim_mid;
+  }
+  if (specials.fim_sep) fim.file_sep = *specials.fim_sep;
+  if (specials.add_bos && specials.bos) {
+    fim.add_bos = true;
+    fim.bos = *specials.bos;
+  }
   FimMode mode = static_cast<FimMode>((data[0] / all.size()) % 3);
   if (mode != FimMode::PrefixOnly && (fim.pre < 0 || fim.suf < 0 || fim.mid < 0)) mode = FimMode::PrefixOnly;
   PromptLimits limits;
