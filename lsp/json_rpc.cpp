@@ -111,6 +111,29 @@ std::vector<FrameDecoder::Event> FrameDecoder::feed(std::string_view bytes) {
   return out;
 }
 
+bool exceeds_nesting_depth(std::string_view json_text, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : json_text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 std::string encode_frame(std::string_view body) {
   std::string frame = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   frame.append(body);

@@ -55,6 +55,11 @@ class FrameDecoder {
   uint64_t skip_remaining_ = 0;
 };
 
+// Whether a JSON text nests arrays and objects deeper than `max_depth`. Copying, comparing and
+// serializing a parsed value recurse once per level, so a message of a few megabytes of '['
+// would overflow the stack; such a message is refused before it is parsed.
+bool exceeds_nesting_depth(std::string_view json_text, size_t max_depth);
+
 // Frames a serialized JSON body with its Content-Length header.
 std::string encode_frame(std::string_view body);
 

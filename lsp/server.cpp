@@ -93,7 +93,8 @@ class Connection : public MessageSink, public std::enable_shared_from_this<Conne
              const ServerOptions& options, Recorder* recorder, std::function<void(int)> on_end)
       : socket_(std::move(socket)),
         session_(id, *this, scheduler, completer, options, recorder),
-        on_end_(std::move(on_end)) {}
+        on_end_(std::move(on_end)),
+        max_queued_bytes_(options.max_unread_reply_bytes) {}
 
   void start() { read(); }
 
@@ -101,6 +102,17 @@ class Connection : public MessageSink, public std::enable_shared_from_this<Conne
     if (closing_) return;
     bool idle = writes_.empty();
     writes_.push_back(encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace)));
+    queued_bytes_ += writes_.back().size();
+    // A client that never reads its replies would make the daemon hold them all.
+    if (queued_bytes_ > max_queued_bytes_) {
+      spdlog::warn("session {}: the client has not read {} bytes of replies; disconnecting it", session_.id(),
+                   queued_bytes_);
+      // Nothing more is queued; the write in flight keeps its buffer until the close aborts it.
+      // The session is ended from the I/O loop, not from inside its own call to send().
+      closing_ = true;
+      asio::post(socket_.get_executor(), [this, self = this->shared_from_this()] { end(); });
+      return;
+    }
     if (idle) write_next();
   }
 
@@ -137,6 +149,7 @@ class Connection : public MessageSink, public std::enable_shared_from_this<Conne
         end();
         return;
       }
+      queued_bytes_ -= writes_.front().size();
       writes_.pop_front();
       if (!writes_.empty()) {
         write_next();
@@ -170,6 +183,8 @@ class Connection : public MessageSink, public std::enable_shared_from_this<Conne
   std::function<void(int)> on_end_;
   std::array<char, 64 * 1024> buffer_;
   std::deque<std::string> writes_;
+  size_t queued_bytes_ = 0;
+  size_t max_queued_bytes_;
   bool closing_ = false, closing_after_writes_ = false, ended_ = false;
 };
 

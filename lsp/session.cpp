@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lsp/auth_token.h"
 #include "lsp/recorder.h"
 #include "base/text.h"
 
@@ -19,7 +20,8 @@ Session::Session(int id, MessageSink& out, Scheduler& scheduler, Completer& comp
       options_(options),
       settings_(options.defaults),
       recorder_(recorder),
-      decoder_(options.max_message_bytes) {
+      decoder_(options.max_message_bytes),
+      request_rate_(options.max_requests_per_second) {
   // Answers the document's pending request; work the user is typing through is kept.
   documents_.add_listener([this](const std::string& uri, std::span<const DocumentEdit> edits) {
     const auto doc = documents_.find(uri);
@@ -59,15 +61,34 @@ Session::notification_table() {
   return table;
 }
 
+namespace {
+
+// Deeper than any LSP message needs; see exceeds_nesting_depth.
+constexpr size_t kMaxNestingDepth = 64;
+
+// Requests that the rate limit never refuses: a client must always be able to end its session.
+bool exempt_from_rate_limit(const std::string& method) { return method == "initialize" || method == "shutdown"; }
+
+// The message as the recorder stores it: an auth token never reaches the disk.
+json redacted(const json& message) {
+  auto params = message.find("params");
+  if (params == message.end() || !params->is_object()) return message;
+  auto options = params->find("initializationOptions");
+  if (options == params->end() || !options->is_object() || !options->contains("authToken")) return message;
+  json copy = message;
+  copy["params"]["initializationOptions"]["authToken"] = "<redacted>";
+  return copy;
+}
+
+}  // namespace
+
 void Session::on_bytes(std::string_view bytes) {
   for (auto& event : decoder_.feed(bytes)) {
     if (exited_) return;
     if (auto* body = std::get_if<std::string>(&event)) {
       on_message(*body);
     } else {
-      const auto& error = std::get<FramingError>(event);
-      spdlog::error("session {}: {}", id_, error.message);
-      reply_error(nullptr, ErrorCode::ParseError, error.message);
+      invalid_message(nullptr, ErrorCode::ParseError, std::get<FramingError>(event).message);
     }
   }
 }
@@ -85,74 +106,146 @@ void Session::on_disconnect() {
 }
 
 void Session::on_message(std::string_view body) {
+  if (exceeds_nesting_depth(body, kMaxNestingDepth)) {
+    if (recorder_) recorder_->record(id_, nullptr, body);
+    invalid_message(nullptr, ErrorCode::InvalidRequest,
+                    "message nests arrays or objects deeper than " + std::to_string(kMaxNestingDepth) + " levels");
+    return;
+  }
   json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (recorder_) recorder_->record(id_, message.is_discarded() ? nullptr : &message, body);
+  if (recorder_) {
+    if (message.is_discarded()) {
+      recorder_->record(id_, nullptr, body);
+    } else {
+      json stored = redacted(message);
+      recorder_->record(id_, &stored, body);
+    }
+  }
   if (message.is_discarded()) {
     // nlohmann's parser also rejects invalid UTF-8 in strings.
-    spdlog::error("session {}: message is not valid JSON (or not valid UTF-8)", id_);
-    reply_error(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
+    invalid_message(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
     return;
   }
   if (message.is_array()) {
-    reply_error(nullptr, ErrorCode::InvalidRequest, "JSON-RPC batches are not supported by LSP");
+    invalid_message(nullptr, ErrorCode::InvalidRequest, "JSON-RPC batches are not supported by LSP");
     return;
   }
   dispatch(message);
 }
 
+void Session::invalid_message(const json& id, ErrorCode code, const std::string& message) {
+  spdlog::warn("session {}: {}", id_, message);
+  if (awaiting_auth()) {
+    close_unauthenticated(id, message);
+    return;
+  }
+  reply_error(id, code, message);
+}
+
+void Session::close_unauthenticated(const json& id, const std::string& why) {
+  spdlog::warn("session {}: closing a connection that did not authenticate ({})", id_, why);
+  reply_error(id, ErrorCode::InvalidRequest,
+              "authentication required: the first message must be initialize with "
+              "initializationOptions.authToken (" + why + ")");
+  exited_ = true;
+  out_.close();
+}
+
+// JSON-RPC 2.0 message shapes: a request has a method and an id (integer or string, for LSP);
+// a notification a method and no id; a response an id and a result or an error.
 void Session::dispatch(const json& message) {
+  static const json kNull;
   if (!message.is_object()) {
-    reply_error(nullptr, ErrorCode::InvalidRequest, "a message must be a JSON object");
+    invalid_message(nullptr, ErrorCode::InvalidRequest, "a message must be a JSON object");
     return;
   }
-  auto method_it = message.find("method");
   auto id_it = message.find("id");
-  bool has_id = id_it != message.end();
-  if (has_id && !id_it->is_string() && !id_it->is_number_integer()) {
-    reply_error(nullptr, ErrorCode::InvalidRequest, "id must be an integer or a string");
+  const bool has_id = id_it != message.end();
+  const bool id_ok = has_id && (id_it->is_string() || id_it->is_number_integer());
+  auto method_it = message.find("method");
+  if (method_it == message.end()) {
+    if ((message.contains("result") || message.contains("error")) && !awaiting_auth()) {
+      // A response: the server sends no requests, so there is nothing waiting for it.
+      spdlog::debug("session {}: ignored a response to no request of ours", id_);
+      return;
+    }
+    invalid_message(id_ok ? *id_it : kNull, ErrorCode::InvalidRequest,
+                    has_id ? "message has an id but neither a method nor a result or an error"
+                           : "message has no method");
     return;
   }
-  if (method_it == message.end()) {
-    // A response to a request of ours: the server sends none that need an answer.
-    if (!has_id) reply_error(nullptr, ErrorCode::InvalidRequest, "message has no method");
+  if (has_id && !id_ok) {
+    invalid_message(nullptr, ErrorCode::InvalidRequest, "id must be an integer or a string");
+    return;
+  }
+  const json& id = has_id ? *id_it : kNull;
+  auto version = message.find("jsonrpc");
+  if (version == message.end() || *version != "2.0") {
+    invalid_message(id, ErrorCode::InvalidRequest, "'jsonrpc' must be \"2.0\"");
     return;
   }
   if (!method_it->is_string()) {
-    if (has_id) reply_error(*id_it, ErrorCode::InvalidRequest, "method must be a string");
+    invalid_message(id, ErrorCode::InvalidRequest, "method must be a string");
     return;
   }
   const std::string method = method_it->get<std::string>();
-  const json& id = has_id ? *id_it : json();
-  static const json kNoParams = json::object();
   auto params_it = message.find("params");
-  const json& params = params_it == message.end() ? kNoParams : *params_it;
-  trace(has_id ? "received request '" + method + "'" : "received notification '" + method + "'",
-        &params);
-
-  if (has_id) {
-    if (state_ == State::Uninitialized && method != "initialize") {
-      reply_error(id, ErrorCode::ServerNotInitialized, "the server is not initialized yet");
-      return;
-    }
-    if (state_ == State::ShutDown) {
-      reply_error(id, ErrorCode::InvalidRequest, "the server is shut down; only 'exit' is accepted");
-      return;
-    }
-    auto it = request_table().find(method);
-    if (it == request_table().end()) {
-      reply_error(id, ErrorCode::MethodNotFound, "unknown method '" + method + "'");
-      return;
-    }
-    try {
-      (this->*(it->second))(id, params);
-    } catch (const InvalidParams& e) {
-      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.message);
-    } catch (const json::exception& e) {
-      reply_error(id, ErrorCode::InvalidParams, method + ": " + e.what());
-    }
+  // JSON-RPC allows only structured params; null is taken as none, as many clients send it.
+  if (params_it != message.end() && !params_it->is_object() && !params_it->is_array() && !params_it->is_null()) {
+    invalid_message(id, ErrorCode::InvalidRequest, "params of '" + method + "' must be an object or an array");
     return;
   }
+  static const json kNoParams = json::object();
+  const json& params = params_it == message.end() || params_it->is_null() ? kNoParams : *params_it;
+  if (awaiting_auth() && !(has_id && method == "initialize")) {
+    close_unauthenticated(id, "received '" + method + "'");
+    return;
+  }
+  trace(has_id ? "received request '" + method + "'" : "received notification '" + method + "'",
+        &params);
+  if (has_id) {
+    dispatch_request(id, method, params);
+  } else {
+    dispatch_notification(method, params);
+  }
+}
 
+void Session::dispatch_request(const json& id, const std::string& method, const json& params) {
+  if (state_ == State::Uninitialized && method != "initialize") {
+    reply_error(id, ErrorCode::ServerNotInitialized, "the server is not initialized yet");
+    return;
+  }
+  if (state_ == State::ShutDown) {
+    reply_error(id, ErrorCode::InvalidRequest, "the server is shut down; only 'exit' is accepted");
+    return;
+  }
+  auto it = request_table().find(method);
+  if (it == request_table().end()) {
+    reply_error(id, ErrorCode::MethodNotFound, "unknown method '" + method + "'");
+    return;
+  }
+  if (!exempt_from_rate_limit(method) && !request_rate_.admit(RateLimiter::Clock::now())) {
+    spdlog::warn("session {}: '{}' refused by the rate limit", id_, method);
+    reply_error(id, ErrorCode::RequestFailed,
+                "more than " + json(request_rate_.per_second()).dump() +
+                    " requests per second (--max-requests-per-second); '" + method + "' refused");
+    return;
+  }
+  try {
+    (this->*(it->second))(id, params);
+  } catch (const InvalidParams& e) {
+    reply_error(id, ErrorCode::InvalidParams, method + ": " + e.message);
+  } catch (const json::exception& e) {
+    reply_error(id, ErrorCode::InvalidParams, method + ": " + e.what());
+  } catch (const std::exception& e) {
+    spdlog::error("session {}: {} failed: {}", id_, method, e.what());
+    reply_error(id, ErrorCode::InternalError, method + " failed: " + e.what());
+  }
+  // initialize with bad params never reached the token check.
+  if (awaiting_auth() && !exited_) close_unauthenticated(id, "initialize was not accepted");
+}
+
+void Session::dispatch_notification(const std::string& method, const json& params) {
   if (state_ == State::Uninitialized && method != "exit") {
     spdlog::warn("session {}: dropped notification '{}' before initialize", id_, method);
     return;
@@ -168,6 +261,8 @@ void Session::dispatch(const json& message) {
     log_to_client(1, method + ": " + e.message);
   } catch (const json::exception& e) {
     log_to_client(1, method + ": " + e.what());
+  } catch (const std::exception& e) {
+    log_to_client(1, method + " failed: " + e.what());
   }
 }
 
@@ -211,15 +306,15 @@ void Session::on_initialize(const json& id, const InitializeParams& params) {
     return;
   }
   const json& options = params.initialization_options;
-  if (!options_.auth_token.empty()) {
-    if (!options.is_object() || options.value("authToken", std::string()) != options_.auth_token) {
-      spdlog::warn("session {}: initialize without the right auth token; closing", id_);
-      reply_error(id, ErrorCode::InvalidRequest,
-                  "authentication failed: initializationOptions.authToken is missing or wrong");
-      out_.close();
-      exited_ = true;
+  if (awaiting_auth()) {
+    auto token = options.is_object() ? options.find("authToken") : options.end();
+    if (token == options.end() || !token->is_string() ||
+        !tokens_equal(token->get_ref<const std::string&>(), options_.auth_token)) {
+      close_unauthenticated(id, "initializationOptions.authToken is missing or wrong");
       return;
     }
+    authenticated_ = true;
+    spdlog::info("session {}: authenticated", id_);
   }
   // Position encoding: the client's most preferred one that we support; UTF-16 by default.
   encoding_ = PositionEncoding::Utf16;
@@ -271,6 +366,14 @@ void Session::on_set_trace(const SetTraceParams& params) { trace_ = params.value
 
 void Session::apply_settings(const json& s) {
   if (!s.is_object()) return;
+  // Files are named only on the daemon's command line: a setting that could make it read or
+  // load a path is refused, whatever the path.
+  for (const char* key : {"model", "modelPath", "draft", "draftModel", "draftModelPath"}) {
+    if (s.contains(key))
+      log_to_client(1, std::string("setting '") + key +
+                           "' refused: models are chosen on the daemon's command line (--model, --draft); "
+                           "a client cannot make it load a file");
+  }
   auto read_int = [&](const char* key, int* out, int lo, int hi) {
     auto it = s.find(key);
     if (it == s.end()) return;
@@ -307,6 +410,17 @@ void Session::on_did_change_configuration(const DidChangeConfigurationParams& pa
 
 void Session::on_did_open(const DidOpenTextDocumentParams& params) {
   const TextDocumentItem& doc = params.text_document;
+  if (doc.text.size() > options_.max_document_bytes) {
+    log_to_client(1, "didOpen of " + doc.uri + " refused: its " + std::to_string(doc.text.size()) +
+                         " bytes exceed the limit of " + std::to_string(options_.max_document_bytes) +
+                         " bytes (--max-document-mib); it gets no completions");
+    return;
+  }
+  if (!documents_.find(doc.uri) && documents_.size() >= options_.max_documents) {
+    log_to_client(1, "didOpen of " + doc.uri + " refused: " + std::to_string(options_.max_documents) +
+                         " documents are open, the limit (--max-documents); close some to complete in others");
+    return;
+  }
   if (!documents_.open(doc.uri, doc.language_id, doc.version, doc.text))
     spdlog::warn("session {}: didOpen of an open document {}; replaced", id_, doc.uri);
   completer_.document_opened(document_key(doc.uri), doc.uri, doc.language_id, doc.version, doc.text);
@@ -317,7 +431,17 @@ void Session::on_did_change(const DidChangeTextDocumentParams& params) {
   Range bad;
   switch (documents_.change(uri, params.text_document.version, params.content_changes, encoding_, &bad)) {
     case DocumentStore::ChangeResult::Applied:
-      break;  // the store told the scheduler (see the constructor)
+      // The store told the scheduler (see the constructor). An edit cannot be refused before
+      // it is applied (its result's size is known only then): a document grown past the limit
+      // is closed instead.
+      if (size_t size = documents_.find(uri)->text().size(); size > options_.max_document_bytes) {
+        scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
+        documents_.close(uri);
+        log_to_client(1, "didChange made " + uri + " " + std::to_string(size) + " bytes, over the limit of " +
+                             std::to_string(options_.max_document_bytes) +
+                             " bytes (--max-document-mib); the document was closed and gets no completions");
+      }
+      break;
     case DocumentStore::ChangeResult::NotOpen:
       log_to_client(1, "didChange for " + uri + ", which is not open; change ignored");
       break;

@@ -17,6 +17,7 @@
 #include "lsp/document_store.h"
 #include "lsp/json_rpc.h"
 #include "lsp/protocol.h"
+#include "lsp/rate_limiter.h"
 #include "lsp/scheduler.h"
 #include "lsp/text_document.h"
 
@@ -43,7 +44,15 @@ struct SessionSettings {
 
 struct ServerOptions {
   size_t max_message_bytes = 16u << 20;
-  std::string auth_token;  // when set, initialize must carry initializationOptions.authToken
+  // When set, a client's first message must be initialize carrying
+  // initializationOptions.authToken equal to it; anything else closes the connection.
+  std::string auth_token;
+  // Per-session limits, each answered with an error that names the option that sets it.
+  size_t max_documents = 1000;
+  size_t max_document_bytes = 16u << 20;
+  double max_requests_per_second = 0;  // <= 0: unlimited
+  // Socket sessions: replies the client has not read, beyond which it is disconnected.
+  size_t max_unread_reply_bytes = 64u << 20;
   SessionSettings defaults;
 };
 
@@ -82,6 +91,13 @@ class Session {
 
   void on_message(std::string_view body);
   void dispatch(const nlohmann::json& message);
+  void dispatch_request(const nlohmann::json& id, const std::string& method, const nlohmann::json& params);
+  void dispatch_notification(const std::string& method, const nlohmann::json& params);
+  // A message that is not a valid request or notification: answered with `code` and `id`
+  // (null when the id itself is unusable); before authentication it also ends the connection.
+  void invalid_message(const nlohmann::json& id, ErrorCode code, const std::string& message);
+  bool awaiting_auth() const { return !options_.auth_token.empty() && !authenticated_; }
+  void close_unauthenticated(const nlohmann::json& id, const std::string& why);
 
   // Requests.
   void on_initialize(const nlohmann::json& id, const InitializeParams& params);
@@ -131,6 +147,8 @@ class Session {
   PositionEncoding encoding_ = PositionEncoding::Utf16;
   std::string trace_ = "off";
   bool warned_no_model_ = false;
+  bool authenticated_ = false;
+  RateLimiter request_rate_;
 
   DocumentStore documents_;
   // Pending completion requests by JSON-RPC id (dumped), for $/cancelRequest.

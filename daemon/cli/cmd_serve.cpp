@@ -19,10 +19,16 @@
 
 namespace ghostline::daemon {
 
+namespace {
+// Requests per second of one socket session by default: far above what typing produces.
+constexpr double kDefaultSocketRequestRate = 200;
+}  // namespace
+
 int serve_main(std::span<char* const> args) {
-  std::string listen, log_level = "info", log_file, record, auth_token;
+  std::string listen, log_level = "info", log_file, record, auth_token_env, auth_token_argv;
   bool stdio = false, allow_remote = false, no_prefetch = false;
-  int max_message_mib = 16, scripted_steps = -1;
+  int max_message_mib = 16, scripted_steps = -1, max_documents = 1000, max_document_mib = 16;
+  double max_requests_per_second = -1;
   lsp::ServerOptions server;
   EngineOptions engine;
 
@@ -31,10 +37,15 @@ int serve_main(std::span<char* const> args) {
               "editors at once on a TCP or unix socket, each with its own session, sharing one model.");
   p.option("--listen", "ADDR", "tcp:HOST:PORT, tcp:PORT (loopback) or unix:PATH instead of stdio", &listen);
   p.flag("--stdio", "serve on stdin/stdout (the default; accepted for LSP clients that pass it)", &stdio);
-  p.flag("--allow-remote", "allow a non-loopback TCP address (needs --auth-token)", &allow_remote);
-  p.option("--auth-token", "TOKEN",
-           "clients must send initializationOptions.authToken = TOKEN (also from $GHOSTLINE_AUTH_TOKEN)",
-           &auth_token);
+  p.flag("--allow-remote", "allow a non-loopback TCP address (needs --auth-token-env)", &allow_remote);
+  p.option("--auth-token-env", "VAR",
+           "clients must send the token held in environment variable VAR as\n      "
+           "initializationOptions.authToken in initialize, their first message; others are\n      "
+           "disconnected. The token is never taken from the command line nor logged",
+           &auth_token_env);
+  // Accepted only to explain why it is refused: a token in argv is visible to every user.
+  p.option("--auth-token", "TOKEN", "refused: use --auth-token-env (a command line is visible to every user)",
+           &auth_token_argv);
   add_engine_options(p, engine);
   p.option("--debounce-ms", "MS", "wait this long for a newer keystroke before completing",
            &server.defaults.debounce_ms);
@@ -44,6 +55,14 @@ int serve_main(std::span<char* const> args) {
            "reply with what is done after this long (0: " + std::to_string(kDefaultDeadlineMs) + ")",
            &server.defaults.deadline_ms);
   p.option("--max-message-mib", "MIB", "largest LSP message accepted", &max_message_mib);
+  p.option("--max-documents", "N", "documents one session may have open; more are refused", &max_documents);
+  p.option("--max-document-mib", "MIB",
+           "largest document accepted; a larger one is refused, one edited past it closed", &max_document_mib);
+  p.option("--max-requests-per-second", "N",
+           "requests one session may make per second, in bursts of up to N; more are\n      "
+           "answered with an error. 0: unlimited; -1: 200 with --listen, where one runaway\n      "
+           "client would slow every editor sharing the daemon, unlimited on stdio",
+           &max_requests_per_second);
   p.option("--log-level", "LEVEL", "trace, debug, info, warn, error or off", &log_level);
   p.option("--log-file", "FILE", "write the log here instead of stderr (never stdout)", &log_file);
   p.option("--record", "FILE", "append every incoming message, timestamped, as JSON lines", &record);
@@ -59,14 +78,44 @@ int serve_main(std::span<char* const> args) {
     std::fprintf(stderr, "ghostline serve: %s\n", e.what());
     return 2;
   }
-  if (auth_token.empty())
-    if (const char* env = std::getenv("GHOSTLINE_AUTH_TOKEN")) auth_token = env;
+  if (!auth_token_argv.empty()) {
+    std::fprintf(stderr,
+                 "ghostline serve: --auth-token is refused: every user of this machine can read a command "
+                 "line. Put the token in an environment variable and pass --auth-token-env VAR.\n");
+    return 2;
+  }
+  std::string auth_token;
+  if (!auth_token_env.empty()) {
+    const char* value = std::getenv(auth_token_env.c_str());
+    if (!value || !*value) {
+      std::fprintf(stderr, "ghostline serve: --auth-token-env %s: the variable is not set or empty\n",
+                   auth_token_env.c_str());
+      return 2;
+    }
+    auth_token = value;
+  }
   server.auth_token = auth_token;
   if (max_message_mib < 1 || max_message_mib > 1024) {
     std::fprintf(stderr, "ghostline serve: --max-message-mib must be in [1, 1024]\n");
     return 2;
   }
   server.max_message_bytes = static_cast<size_t>(max_message_mib) << 20;
+  if (max_documents < 1) {
+    std::fprintf(stderr, "ghostline serve: --max-documents must be at least 1\n");
+    return 2;
+  }
+  server.max_documents = static_cast<size_t>(max_documents);
+  if (max_document_mib < 1 || max_document_mib > 1024) {
+    std::fprintf(stderr, "ghostline serve: --max-document-mib must be in [1, 1024]\n");
+    return 2;
+  }
+  server.max_document_bytes = static_cast<size_t>(max_document_mib) << 20;
+  if (max_requests_per_second < 0 && max_requests_per_second != -1) {
+    std::fprintf(stderr, "ghostline serve: --max-requests-per-second must be -1, 0 or positive\n");
+    return 2;
+  }
+  server.max_requests_per_second =
+      max_requests_per_second >= 0 ? max_requests_per_second : listen.empty() ? 0 : kDefaultSocketRequestRate;
 
   std::optional<lsp::ListenAddress> address;
   if (!listen.empty()) {
@@ -84,7 +133,7 @@ int serve_main(std::span<char* const> args) {
       if (!allow_remote || auth_token.empty()) {
         std::fprintf(stderr,
                      "ghostline serve: refusing to listen on non-loopback address %s: anyone on the "
-                     "network could read your code. Pass --allow-remote and --auth-token TOKEN to do it.\n",
+                     "network could read your code. Pass --allow-remote and --auth-token-env VAR to do it.\n",
                      address->host.c_str());
         return 2;
       }

@@ -4,7 +4,8 @@
 Transcript lines (blank lines and lines starting with # are ignored):
   args: ARG...            arguments for `ghostline serve` (first line only)
   send {JSON}             send one framed message
-  send-raw "BYTES"        send raw bytes (a Python string literal; \\r\\n etc. allowed)
+  send-raw "BYTES"        send raw bytes (a Python string or bytes expression; \\r\\n etc.
+                          allowed; frame(BODY) adds a Content-Length header of BODY's size)
   expect {PATTERN}        wait for a received message matching PATTERN (subset match; "<any>")
   expect-not {PATTERN}    after a short wait, no received message matches PATTERN
   sleep MS                wait
@@ -22,6 +23,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lsp_client import DaemonProcess, matches  # noqa: E402
+
+
+def frame_body(body):
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
 
 
 def main():
@@ -43,7 +49,7 @@ def main():
                 if cmd == "send":
                     d.send(json.loads(rest))
                 elif cmd == "send-raw":
-                    raw = eval(rest, {"__builtins__": {}})  # a string or bytes expression
+                    raw = eval(rest, {"__builtins__": {}, "frame": frame_body})  # a string or bytes expression
                     d.send_raw(raw.encode("utf-8") if isinstance(raw, str) else raw)
                 elif cmd == "expect":
                     d.expect(json.loads(rest))

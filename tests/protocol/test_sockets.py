@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Socket mode: several editors at once on TCP and unix sockets, each with its own session and
-documents; auth tokens; refusal of non-loopback addresses; a client that disconnects in the
+documents; auth tokens (from the environment, checked before anything else, never logged or
+recorded); refusal of non-loopback addresses; the default request rate limit; a client that disconnects in the
 middle of a message; `ghostline connect`; --record."""
 import json
 import os
@@ -119,17 +120,83 @@ def test_disconnect_mid_message():
         proc.wait(10)
 
 
-def test_auth_token():
-    proc, address, _ = start_daemon("--listen", "tcp:127.0.0.1:0", "--auth-token", "s3cret")
+TOKEN = "s3cret-token-Zq81"
+
+
+def start_with_token(*args):
+    os.environ["GHOSTLINE_TEST_TOKEN"] = TOKEN
     try:
+        return start_daemon("--auth-token-env", "GHOSTLINE_TEST_TOKEN", *args)
+    finally:
+        del os.environ["GHOSTLINE_TEST_TOKEN"]
+
+
+def assert_closed(c):
+    c.reader.eof.wait(5)
+    assert c.reader.eof.is_set(), "connection stays open"
+
+
+def test_auth_token():
+    proc, address, log = start_with_token("--listen", "tcp:127.0.0.1:0")
+    try:
+        # A wrong token, a token of the wrong type, or none: refused and disconnected.
+        for options in ({"authToken": "wrong"}, {"authToken": TOKEN[:-1]}, {"authToken": 7}, {}):
+            c = connect(address)
+            id = c.request("initialize", {"capabilities": {}, "initializationOptions": options})
+            r = c.response(id)
+            assert r["error"]["code"] == -32600 and "authentication required" in r["error"]["message"], r
+            assert_closed(c)
+        # Anything before initialize ends the connection: a request, a notification, garbage.
         c = connect(address)
-        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": "wrong"}})
-        r = c.response(id)
-        assert r["error"]["code"] == -32600 and "authentication failed" in r["error"]["message"], r
-        c.reader.eof.wait(5)
-        assert c.reader.eof.is_set(), "connection with a wrong token stays open"
+        id = c.request("ghostline/stats", None)
+        assert c.response(id)["error"]["code"] == -32600
+        assert_closed(c)
         c = connect(address)
-        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": "s3cret"}})
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///x", "languageId": "c", "version": 1, "text": ""}})
+        assert c.expect({"id": None})["error"]["code"] == -32600
+        assert_closed(c)
+        c = connect(address)
+        c.send_raw(b"Content-Length: 3\r\n\r\n{x}")
+        assert_closed(c)
+        # The right token: served as usual.
+        c = connect(address)
+        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": TOKEN}})
+        assert "result" in c.response(id)
+        c.notify("initialized", {})
+        open_doc(c, "file:///t.py", "tok")
+        assert complete(c, "file:///t.py", 0, 3)["result"]["items"][0]["insertText"] == "<tok>v1"
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert TOKEN not in open(log).read(), "the token reached the log"
+
+
+def test_auth_token_never_from_the_command_line():
+    r = subprocess.run([BINARY, "serve", "--listen", "tcp:127.0.0.1:0", "--auth-token", "abc"],
+                       capture_output=True, timeout=20)
+    assert r.returncode == 2 and b"--auth-token-env" in r.stderr, r
+    env = dict(os.environ)
+    env.pop("GHOSTLINE_UNSET_TOKEN", None)
+    r = subprocess.run([BINARY, "serve", "--listen", "tcp:127.0.0.1:0", "--auth-token-env", "GHOSTLINE_UNSET_TOKEN"],
+                       capture_output=True, timeout=20, env=env)
+    assert r.returncode == 2 and b"not set" in r.stderr, r
+    r = subprocess.run([BINARY, "serve", "--help"], capture_output=True, timeout=20)
+    for flag in (b"--auth-token-env VAR", b"--allow-remote", b"--max-documents N", b"--max-document-mib MIB",
+                 b"--max-requests-per-second N"):
+        assert flag in r.stdout, flag
+
+
+def test_remote_listener_needs_the_token():
+    proc, address, _ = start_with_token("--listen", "tcp:0.0.0.0:0", "--allow-remote")
+    try:
+        port = address.rsplit(":", 1)[1]
+        c = connect("tcp:127.0.0.1:" + port)
+        id = c.request("initialize", {"capabilities": {}})
+        assert c.response(id)["error"]["code"] == -32600
+        assert_closed(c)
+        c = connect("tcp:127.0.0.1:" + port)
+        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": TOKEN}})
         assert "result" in c.response(id)
         c.close()
     finally:
@@ -137,13 +204,35 @@ def test_auth_token():
         proc.wait(10)
 
 
-def test_refuses_non_loopback():
-    r = subprocess.run([BINARY, "serve", "--listen", "tcp:0.0.0.0:0"], capture_output=True, timeout=20)
-    assert r.returncode == 2 and b"--allow-remote" in r.stderr, r
-    r = subprocess.run([BINARY, "serve", "--listen", "tcp:0.0.0.0:0", "--allow-remote"], capture_output=True, timeout=20)
-    assert r.returncode == 2, r
-    r = subprocess.run([BINARY, "serve", "--listen", "bogus"], capture_output=True, timeout=20)
-    assert r.returncode == 2 and b"tcp:HOST:PORT" in r.stderr, r
+def test_record_leaves_the_token_out():
+    record = os.path.join(TMP, "rec-token.jsonl")
+    proc, address, _ = start_with_token("--listen", "unix:" + os.path.join(TMP, "t.sock"), "--record", record)
+    try:
+        c = connect(address)
+        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": TOKEN}})
+        assert "result" in c.response(id)
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    text = open(record).read()
+    assert TOKEN not in text and "<redacted>" in text, text
+
+
+def test_requests_rate_limited_on_sockets_by_default():
+    proc, address, _ = start_daemon("--listen", "tcp:127.0.0.1:0")
+    try:
+        c = connect(address)
+        c.initialize()
+        ids = [c.request("ghostline/stats", None) for _ in range(400)]
+        replies = [c.response(i) for i in ids]
+        refused = [r for r in replies if "error" in r]
+        assert refused and all(r["error"]["code"] == -32803 for r in refused), refused[:1]
+        assert len(refused) < 400
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_connect_reports_a_daemon_that_stops_before_listening():

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Faults around one daemon on a unix socket: a client killed in the middle of a request, a
+client that never reads its replies, SIGTERM while a completion runs. Each leaves the daemon
+serving its other clients, or ends it cleanly; nothing hangs."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lsp_client import SocketClient, run_tests  # noqa: E402
+from test_sockets import complete, open_doc, start_daemon  # noqa: E402
+
+BINARY = sys.argv[1]
+TMP = tempfile.mkdtemp(prefix="ghostline-faults-")
+
+
+def connect(address):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(address[5:])
+    return SocketClient(s)
+
+
+def daemon(*args):
+    return start_daemon("--listen", "unix:" + os.path.join(TMP, "f%d.sock" % time.monotonic_ns()), *args)
+
+
+def assert_serves(address, text="ok"):
+    c = connect(address)
+    c.initialize()
+    open_doc(c, "file:///check.py", text)
+    r = complete(c, "file:///check.py", 0, len(text))
+    assert r["result"]["items"][0]["insertText"] == "<%s>v1" % text, r
+    c.close()
+
+
+def test_client_killed_mid_request():
+    # 300 steps of 1 ms: the request is running when its client goes away.
+    proc, address, log = daemon("--scripted-completer", "300")
+    try:
+        for _ in range(3):
+            c = connect(address)
+            c.initialize()
+            open_doc(c, "file:///k.py", "killed")
+            c.request("textDocument/inlineCompletion",
+                      {"textDocument": {"uri": "file:///k.py"}, "position": {"line": 0, "character": 6}})
+            time.sleep(0.05)
+            c.sock.close()  # as a killed process's socket: no shutdown, no exit
+        assert_serves(address)
+        assert proc.poll() is None, "daemon died"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+
+
+def test_client_that_never_reads_is_disconnected():
+    proc, address, log = daemon()
+    try:
+        slow = connect(address)
+        slow.initialize()
+        open_doc(slow, "file:///big.py", "x" * (1 << 20))
+        # About 100 MiB of replies that are never read; the daemon holds at most 64 MiB of them.
+        for i in range(100):
+            slow.send({"jsonrpc": "2.0", "id": 100 + i, "method": "ghostline/documentText",
+                       "params": {"textDocument": {"uri": "file:///big.py"}}})
+        deadline = time.monotonic() + 30
+        while "has not read" not in open(log).read():
+            assert time.monotonic() < deadline, "the daemon kept queueing replies: " + open(log).read()[-2000:]
+            time.sleep(0.1)
+        assert_serves(address)
+        slow.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+
+
+def test_sigterm_while_busy():
+    # A completion of 20 s is running when SIGTERM comes: the daemon cancels it and exits 0.
+    proc, address, log = daemon("--scripted-completer", "20000")
+    c = connect(address)
+    c.initialize()
+    open_doc(c, "file:///busy.py", "busy")
+    c.request("textDocument/inlineCompletion",
+              {"textDocument": {"uri": "file:///busy.py"}, "position": {"line": 0, "character": 4}})
+    time.sleep(0.3)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the daemon did not stop on SIGTERM while busy")
+    assert code == 0, code
+    assert time.monotonic() - start < 10
+    assert not os.path.exists(address[5:]), "socket file left behind"
+    c.close()
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(globals()))
