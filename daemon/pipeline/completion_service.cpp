@@ -397,7 +397,12 @@ static std::unique_ptr<lsp::Completer> make_remote_completer(const EngineOptions
     throw std::runtime_error("--backend remote builds prompts with the model's tokenizer: '" + path +
                              "' does not exist; pass --model FILE (a vocabulary-only GGUF is enough)");
   std::unique_ptr<lsp::Completer> local;
-  if (!engine::GgufFile::open(path)->tensors().empty()) local = std::make_unique<EngineCompleter>(options, path);
+  if (!engine::GgufFile::open(path)->tensors().empty()) {
+    // The fallback computes here, on the best local backend.
+    EngineOptions here = options;
+    here.backend = BackendChoice::Auto;
+    local = std::make_unique<EngineCompleter>(here, path);
+  }
   return std::make_unique<RemoteCompleter>(options, path, std::move(local));
 }
 
