@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "base/clock.h"
 #include "syntax/context_builder.h"
 #include "syntax/language.h"
@@ -33,7 +35,10 @@ size_t row_start(std::string_view text, uint32_t row) {
 
 void SyntaxState::opened(const std::string& key, const std::string& uri, const std::string& language_id,
                          int64_t version, const std::string& text) {
-  trees_.open(key, language_id, uri, text);
+  // A very large document (generated code, data) is completed from its text alone: its parse
+  // would hold the I/O thread.
+  if (text.size() <= kMaxParsedBytes) trees_.open(key, language_id, uri, text);
+  else trees_.close(key);
   docs_[key] = Doc{syntax::prompt_path(uri), repo_name(uri), version};
   if (cross_file_ && trees_.find(key)) index_.opened(key, docs_[key].path);
 }
@@ -42,8 +47,21 @@ void SyntaxState::edited(const std::string& key, int64_t version, std::span<cons
   auto it = docs_.find(key);
   if (it == docs_.end()) return;
   it->second.version = version;
-  if (!trees_.find(key)) return;
-  for (const lsp::DocumentEdit& e : edits) trees_.edit(key, e.begin, e.end, e.new_text);
+  const syntax::DocumentTree* tree = trees_.find(key);
+  if (!tree) return;
+  try {
+    for (const lsp::DocumentEdit& e : edits) trees_.edit(key, e.begin, e.end, e.new_text);
+  } catch (const std::exception& e) {  // the tree no longer follows the document
+    spdlog::warn("syntax tree of {} dropped: {}", it->second.path, e.what());
+    trees_.close(key);
+    index_.closed(key);
+    return;
+  }
+  if (tree->text().size() > kMaxParsedBytes) {
+    trees_.close(key);
+    index_.closed(key);
+    return;
+  }
   if (cross_file_ && !edits.empty()) index_.edited(key, edits.back().begin + edits.back().new_text.size());
 }
 

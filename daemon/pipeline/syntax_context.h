@@ -59,6 +59,8 @@ class SyntaxState {
   // stay the same while the user types within a stretch of lines.
   static constexpr uint32_t kNameRowsGrid = 16;
   static constexpr uint32_t kNameRows = 64;
+  // Larger documents get no tree (their decisions come from the text).
+  static constexpr size_t kMaxParsedBytes = 4 << 20;
 
  private:
   bool cross_file_;
