@@ -41,7 +41,7 @@ EngineOptions remote_options(const std::string& url) {
 
 lsp::CompletionRequest request_at_end(std::string text) {
   lsp::CompletionRequest r;
-  r.uri = "file:///work/main.c";
+  r.uri = "file:///src/main.c";
   r.language_id = "c";
   r.text = std::move(text);
   r.cursor = r.text.size();
@@ -141,7 +141,7 @@ TEST(RemoteCompleter, CompletesThroughLlamaCppInfill) {
   options.remote.api = remote::RemoteApi::Infill;
   RemoteCompleter completer(options, kFimVocabulary, nullptr);
   auto request = request_at_end("def area(w, h):\n    return w * h\n\nprint(area(2, 3))\n");
-  request.uri = "file:///work/geometry.py";
+  request.uri = "file:///src/geometry.py";
   request.cursor = request.text.find(" * h");
   const auto r = completer.complete(request, lsp::CancelToken());
 
