@@ -97,9 +97,7 @@ int model_info_main(std::span<char* const> args) {
       }
     std::printf("%s\n", any ? "" : " none");
     std::printf("add bos:       %s\n", s.add_bos ? "yes" : "no");
-    const bool spm = file->has("ghostline.fim.spm_template");
-    const auto fim = engine::fim_template(
-        *tok, spm, spm || file->has("ghostline.fim.psm_template"));
+    const auto fim = engine::fim_template(*tok, *file);
     if (fim.mode == engine::FimMode::PrefixOnly)
       std::printf("fim:           no (fill-in-the-middle tokens missing): prefix-only prompts\n");
     else

@@ -74,9 +74,7 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
   // that the server's own prefix cache hits as often as ours would.
   const auto file = engine::GgufFile::open(tokenizer_path);
   tokenizer_ = engine::Tokenizer::from_gguf(*file);
-  const bool spm = file->has("ghostline.fim.spm_template");
-  const engine::FimTemplate fim =
-      engine::fim_template(*tokenizer_, spm, spm || file->has("ghostline.fim.psm_template"));
+  const engine::FimTemplate fim = engine::fim_template(*tokenizer_, *file);
   if (o.api == remote::RemoteApi::Infill && fim.mode == FimMode::PrefixOnly)
     throw std::invalid_argument(
         "--remote-api infill needs a vocabulary with fill-in-the-middle tokens; " + tokenizer_path +

@@ -88,9 +88,11 @@ FimTemplate fim_template(const Tokenizer& tokenizer, bool spm, bool ghostline_me
   return t;
 }
 
-FimTemplate fim_template(const Model& model) {
-  return fim_template(model.tokenizer(), model.file().has("ghostline.fim.spm_template"),
-                      model.file().has("ghostline.fim.psm_template") || model.file().has("ghostline.fim.spm_template"));
+FimTemplate fim_template(const Tokenizer& tokenizer, const GgufFile& file) {
+  const bool spm = file.has("ghostline.fim.spm_template");
+  return fim_template(tokenizer, spm, spm || file.has("ghostline.fim.psm_template"));
 }
+
+FimTemplate fim_template(const Model& model) { return fim_template(model.tokenizer(), model.file()); }
 
 }  // namespace ghostline::engine

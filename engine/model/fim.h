@@ -7,6 +7,7 @@
 
 namespace ghostline::engine {
 
+class GgufFile;
 class Model;
 class Tokenizer;
 
@@ -60,7 +61,9 @@ FimFamily fim_family(const Tokenizer& tokenizer, bool ghostline_metadata);
 // prompts change only at their end while the user types, so the cached prefix survives every
 // keystroke), PSM when the vocabulary has FIM tokens, prefix-only otherwise.
 FimTemplate fim_template(const Model& model);
-// The same from a tokenizer alone (a vocabulary file, a remote model's tokenizer).
+// The same for a tokenizer and the file it came from (a vocabulary-only file, a remote model's).
+FimTemplate fim_template(const Tokenizer& tokenizer, const GgufFile& file);
+// The same from a tokenizer and what its file says: trained on SPM prompts, one of our models.
 FimTemplate fim_template(const Tokenizer& tokenizer, bool spm, bool ghostline_metadata);
 
 }  // namespace ghostline::engine
