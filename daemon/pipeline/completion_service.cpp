@@ -74,7 +74,7 @@ class StageTimer {
 //   3. cache match: the longest cached prefix, locked and leased (target, and draft if used)
 //   4. generate: prefill what is not cached, then decode (speculatively) under the stop rules
 //   5. post-process: cut at the stop point, trim, drop what the suffix already has
-class EngineCompleter : public lsp::Completer {
+class EngineCompleter : public SyntaxAwareCompleter {
  public:
   EngineCompleter(const EngineOptions& options, const std::string& path)
       : options_(options), path_(path) {
@@ -96,19 +96,6 @@ class EngineCompleter : public lsp::Completer {
         path, model.n_params(), threads, engine::fim_mode_name(prompts_->mode()), engine::fim_family_name(fim_.family),
         target_->prefill_tokens_per_ms() * 1000, target_->generator().options().chunk_tokens,
         ms_since(start));
-  }
-
-  // The syntax trees of the open documents, on the I/O thread.
-  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
-                       int64_t version, const std::string& text) override {
-    syntax_.opened(key, uri, language_id, version, text);
-  }
-  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
-    syntax_.edited(key, version, edits);
-  }
-  void document_closed(const std::string& key) override { syntax_.closed(key); }
-  void attach(lsp::CompletionRequest& request, const std::string& key) override {
-    request.attachment = syntax_.attach(request, key);
   }
 
   std::string describe() const override {
@@ -136,7 +123,7 @@ class EngineCompleter : public lsp::Completer {
     stats.decision = syntax::decision_name(context.decision);
     stats.decision_reason = context.reason;
     stats.language = context.language;
-    if (const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get())) {
+    if (const auto* a = syntax_attachment(request)) {
       stats.reparse_ms = a->reparse_ms;
       stats.attach_ms = a->attach_ms;
     }
@@ -379,7 +366,6 @@ class EngineCompleter : public lsp::Completer {
   std::unordered_map<std::string, std::string> latest_by_language_;
   engine::FimTemplate fim_;
   std::unique_ptr<PromptAssembler> prompts_;
-  SyntaxState syntax_{/*cross_file=*/true};
 };
 
 }  // namespace

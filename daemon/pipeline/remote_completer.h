@@ -26,7 +26,9 @@ class Tokenizer;
 
 namespace ghostline::daemon {
 
-class RemoteCompleter : public lsp::Completer {
+// The syntax trees come from SyntaxAwareCompleter, as for the local model; the local fallback
+// takes the same attachments.
+class RemoteCompleter : public SyntaxAwareCompleter {
  public:
   // `tokenizer_path`: a GGUF file with the model's vocabulary (weights not needed), for the FIM
   // template and prompt layout; `local`: the completer used while the breaker is open (may be
@@ -39,19 +41,6 @@ class RemoteCompleter : public lsp::Completer {
                                  const lsp::CancelToken& cancel) override;
   std::string describe() const override;
   std::string counters_json() const override;
-  // The syntax trees of the open documents, as for the local model (the local fallback takes
-  // the same attachments).
-  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
-                       int64_t version, const std::string& text) override {
-    syntax_.opened(key, uri, language_id, version, text);
-  }
-  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
-    syntax_.edited(key, version, edits);
-  }
-  void document_closed(const std::string& key) override { syntax_.closed(key); }
-  void attach(lsp::CompletionRequest& request, const std::string& key) override {
-    request.attachment = syntax_.attach(request, key);
-  }
 
  private:
   struct Request;
@@ -72,7 +61,6 @@ class RemoteCompleter : public lsp::Completer {
   std::string tokenizer_path_;
   std::unique_ptr<engine::Tokenizer> tokenizer_;
   std::unique_ptr<PromptAssembler> prompts_;
-  SyntaxState syntax_{/*cross_file=*/true};
   std::unique_ptr<lsp::Completer> local_;
   std::unique_ptr<remote::HttpClient> http_;
   std::string authorization_;  // "Bearer <key>", or empty

@@ -102,7 +102,7 @@ std::shared_ptr<const SyntaxAttachment> SyntaxState::attach(const lsp::Completio
 }
 
 std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::CompletionRequest& request) {
-  const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
+  const auto* a = syntax_attachment(request);
   if (a && a->tree && a->version == request.version && a->text_size == request.text.size()) return a->tree;
   // A request derived from an attached one (a prefetch of the state after accepting a
   // completion) decides from its text: a fresh parse of a big file would hold the engine thread.
@@ -126,7 +126,7 @@ syntax::CompletionContext SyntaxState::context_for(const lsp::CompletionRequest&
 }
 
 SyntaxState::PromptContext SyntaxState::prompt_context(const lsp::CompletionRequest& request) {
-  const auto* a = dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
+  const auto* a = syntax_attachment(request);
   if (!a) return {};
   return PromptContext{a->other_files, a->repo};
 }

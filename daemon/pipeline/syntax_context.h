@@ -28,6 +28,11 @@ struct SyntaxAttachment : lsp::RequestAttachment {
   double attach_ms = 0;                             // time taken here on the I/O thread
 };
 
+// The request's syntax attachment, or null when it has none.
+inline const SyntaxAttachment* syntax_attachment(const lsp::CompletionRequest& request) {
+  return dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
+}
+
 class SyntaxState {
  public:
   explicit SyntaxState(bool cross_file) : cross_file_(cross_file) {}
@@ -71,6 +76,26 @@ class SyntaxState {
     int64_t version = 0;
   };
   std::unordered_map<std::string, Doc> docs_;
+};
+
+// A completer whose requests carry the syntax of their documents: it keeps the open documents'
+// trees from the I/O thread's hooks and attaches them to each request as it is submitted.
+class SyntaxAwareCompleter : public lsp::Completer {
+ public:
+  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
+                       int64_t version, const std::string& text) override {
+    syntax_.opened(key, uri, language_id, version, text);
+  }
+  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
+    syntax_.edited(key, version, edits);
+  }
+  void document_closed(const std::string& key) override { syntax_.closed(key); }
+  void attach(lsp::CompletionRequest& request, const std::string& key) override {
+    request.attachment = syntax_.attach(request, key);
+  }
+
+ private:
+  SyntaxState syntax_{/*cross_file=*/true};
 };
 
 }  // namespace ghostline::daemon
