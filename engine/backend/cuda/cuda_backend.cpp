@@ -45,22 +45,23 @@ void check(cublasStatus_t s, const char* what) {
     throw std::runtime_error(std::string("cuBLAS: ") + what + ": status " + std::to_string(int(s)));
 }
 
-// Device memory owned by the backend, freed with it.
-class DeviceBuffer {
+// Memory from one of CUDA's allocators, freed with it.
+template <typename Allocator>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) {
-    if (bytes > 0) check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
+  CudaBuffer() = default;
+  explicit CudaBuffer(size_t bytes) {
+    if (bytes > 0) check(Allocator::allocate(&ptr_, bytes), Allocator::kName);
     bytes_ = bytes;
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaBuffer(CudaBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  CudaBuffer& operator=(CudaBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
     return *this;
   }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
+  ~CudaBuffer() {
+    if (ptr_) Allocator::release(ptr_);
   }
   template <typename T>
   T* as() const {
@@ -73,33 +74,20 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Device memory.
+struct DeviceAllocator {
+  static constexpr const char* kName = "cudaMalloc";
+  static cudaError_t allocate(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+  static void release(void* p) { cudaFree(p); }
+};
 // Page-locked host memory, so that copies are asynchronous and take the fast path.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t bytes) {
-    if (bytes > 0) check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost");
-    bytes_ = bytes;
-  }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~PinnedBuffer() {
-    if (ptr_) cudaFreeHost(ptr_);
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+struct PinnedAllocator {
+  static constexpr const char* kName = "cudaMallocHost";
+  static cudaError_t allocate(void** p, size_t bytes) { return cudaMallocHost(p, bytes); }
+  static void release(void* p) { cudaFreeHost(p); }
 };
+using DeviceBuffer = CudaBuffer<DeviceAllocator>;
+using PinnedBuffer = CudaBuffer<PinnedAllocator>;
 
 // The backend's stream and cuBLAS handle: created first and released last, also when a later
 // step of the backend's constructor throws.
