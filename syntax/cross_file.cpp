@@ -49,11 +49,10 @@ namespace {
 // The head of a definition: its first lines, without trailing blank lines; *shown_end is where
 // it ends in `text`.
 std::string snippet_text(std::string_view text, const Definition& d, size_t max_lines, size_t* shown_end) {
-  std::string_view body;
   // Start at the beginning of the definition's line, so that its indentation is kept.
   size_t line_begin = text.rfind('\n', d.begin == 0 ? 0 : d.begin - 1);
   line_begin = (d.begin == 0 || line_begin == std::string_view::npos) ? 0 : line_begin + 1;
-  body = text.substr(line_begin, d.end - line_begin);
+  const std::string_view body = text.substr(line_begin, d.end - line_begin);
   size_t end = 0, lines = 0;
   while (end < body.size() && lines < max_lines) {
     const size_t nl = body.find('\n', end);

@@ -189,7 +189,7 @@ bool should_stop(const CompletionShape& shape, std::string_view generated) {
 
 // The first character of a line other than the first that is not indentation: its indentation
 // is known now.
-void StopRules::first_char_of_line(size_t at) {
+void StopRules::first_char_of_line() {
   if (lines_ == 0 || shape_.single_line) return;
   if (shape_.min_indent >= 0 && line_indent_ < shape_.min_indent) {
     stop_at(line_start_ - 1);  // it closes the enclosing block
@@ -246,7 +246,7 @@ bool StopRules::append(std::string_view piece) {
     else if (c == '\t') line_indent_ = (line_indent_ / 4 + 1) * 4;
     else if (c != '\r') {
       line_blank_ = false;
-      first_char_of_line(at);
+      first_char_of_line();
     }
   }
   return stopped_;
@@ -284,7 +284,7 @@ FinishedCompletion finish(const CompletionShape& shape, std::string_view generat
     if (trim(line) == shape.previous_line && (nl == std::string_view::npos || blank(g.substr(nl))))
       g = {};
   }
-  if (blank(g) || trim(g).empty()) g = {};
+  if (trim(g).empty()) g = {};
   out.text = reindent(shape, g);
   if (out.text.empty()) out.replace_after = 0;
   return out;

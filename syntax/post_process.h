@@ -62,7 +62,7 @@ class StopRules {
     cut_ = cut;
   }
   void end_line(size_t at);
-  void first_char_of_line(size_t at);
+  void first_char_of_line();
 
   CompletionShape shape_;
   bool stopped_ = false;
