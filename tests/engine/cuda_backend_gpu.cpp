@@ -61,13 +61,15 @@ std::vector<std::filesystem::path> cuda_models() {
 }
 
 std::vector<std::vector<int32_t>> prompts_of(const std::filesystem::path& gguf) {
-  std::filesystem::path json = gguf;
-  json.replace_extension(".logits.json");
-  std::ifstream in(json);
+  std::filesystem::path logits_path = gguf;
+  logits_path.replace_extension(".logits.json");
+  std::ifstream in{logits_path};
   std::vector<std::vector<int32_t>> out;
   if (!in) return out;
-  for (const auto& c : nlohmann::json::parse(in).at("cases"))
-    out.push_back(c.at("ids").get<std::vector<int32_t>>());
+  // The document must outlive the loop: `parse(in).at("cases")` in the range would be a
+  // reference into a destroyed temporary.
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  for (const auto& c : doc.at("cases")) out.push_back(c.at("ids").get<std::vector<int32_t>>());
   return out;
 }
 
@@ -100,6 +102,13 @@ void expect_close_logits(std::span<const float> ours, std::span<const float> ref
     EXPECT_LE(std::abs(ref[size_t(ref_top)] - ref[size_t(ours_top)]), tol)
         << where << ": top-1 " << ours_top << " vs " << ref_top << " is no near-tie";
   }
+}
+
+// What the GPU comparison reads, checked where there is no GPU too.
+TEST(CudaReferenceDataTest, EverySharedModelTheBackendServesHasPrompts) {
+  const auto models = cuda_models();
+  ASSERT_FALSE(models.empty()) << "no llama/qwen2 model in " << kModels;
+  for (const auto& path : models) EXPECT_FALSE(prompts_of(path).empty()) << path;
 }
 
 TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) {
