@@ -87,12 +87,16 @@ class Attention(nn.Module):
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
         S = k.shape[2]
-        att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hd))
-        if T > 1:
-            mask = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)
-            att = att.masked_fill(~mask, float("-inf"))
-        att = att.softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, c.n_heads * hd)
+        if past is None and T > 1 and hasattr(F, "scaled_dot_product_attention"):
+            # torch >= 2.0: the fused (flash) kernel on CUDA, same function as below.
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hd))
+            if T > 1:
+                mask = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)
+                att = att.masked_fill(~mask, float("-inf"))
+            y = att.softmax(dim=-1) @ v
+        y = y.transpose(1, 2).reshape(B, T, c.n_heads * hd)
         return self.wo(y), present
 
 
