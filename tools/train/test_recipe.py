@@ -147,6 +147,18 @@ class DataTest(unittest.TestCase):
             self.assertLessEqual(len(sample), 200)
         self.assertGreater(fim_rows, 0)
 
+    def test_worker_processes_build_the_inline_batches(self):
+        from train import BatchStream
+        tok = small_tokenizer()
+        docs = [dict(lang="python", text="def g%d(y):\n    return y + %d\n\n" % (i, i) * 20) for i in range(4)]
+        rb = RowBuilder(tok, docs, 48)
+        stream = BatchStream(rb, 5, 3, workers=2, ahead=3)
+        try:
+            for step in (0, 1, 2, 7, 8):  # a jump, as after a resume
+                self.assertTrue(np.array_equal(stream.get(step), rb.batch(5, step, 3)), step)
+        finally:
+            stream.close()
+
 
 HERE = Path(__file__).resolve().parent
 
@@ -182,7 +194,7 @@ class RecipeRunTest(unittest.TestCase):
             work = tiny_workdir(Path(d) / "w")
             common = ["--workdir", str(work), "--run", "tiny", "--ctx", "32", "--batch", "2", "--threads", "1",
                       "--device", "cpu", "--bf16", "on", "--compile", "on", "--target", "32,2,2,1,64",
-                      "--draft", "32,1,1,1,32", "--warmup", "2", "--ckpt-every", "2", "--val-every", "2"]
+                      "--draft", "32,1,1,1,32", "--warmup", "2", "--workers", "2", "--ckpt-every", "2", "--val-every", "2"]
             log = self.run_py("train.py", *common, "--total-tokens", str(4 * 2 * 32))
             self.assertIn("device cpu, bf16 autocast on", log)
             self.assertIn("step 4/4", log)

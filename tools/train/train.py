@@ -89,6 +89,48 @@ def save_ckpt(path, state):
     os.replace(tmp, path)
 
 
+_ROWS = None  # the RowBuilder that forked workers inherit
+
+
+def _make_batch(seed, step, batch):
+    return _ROWS.batch(seed, step, batch)
+
+
+class BatchStream:
+    """Batches for consecutive steps, built ahead by worker processes.
+
+    Row building (BPE encoding in Python) costs about as much per token as a training step of a
+    small model on a GPU, so `workers` processes build the next `ahead` batches while the current
+    one trains. A batch is a pure function of (seed, step), so results do not depend on the
+    number of workers; with 0 workers batches are built inline.
+    """
+
+    def __init__(self, rows, seed, batch, workers, ahead=None):
+        global _ROWS
+        _ROWS = rows
+        self.rows, self.seed, self.batch = rows, seed, batch
+        self.pool = None
+        self.pending = {}
+        self.ahead = ahead or 2 * workers
+        if workers > 0:
+            import multiprocessing as mp
+            self.pool = mp.get_context("fork").Pool(workers)
+
+    def get(self, step):
+        if self.pool is None:
+            return self.rows.batch(self.seed, step, self.batch)
+        for s in range(step, step + self.ahead):
+            if s not in self.pending:
+                self.pending[s] = self.pool.apply_async(_make_batch, (self.seed, s, self.batch))
+        for s in [s for s in self.pending if s < step]:
+            del self.pending[s]
+        return self.pending.pop(step).get()
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.terminate()
+
+
 @torch.no_grad()
 def val_loss(models, batch, device="cpu", bf16=False):
     x = torch.from_numpy(batch).to(device)
@@ -131,6 +173,8 @@ def main():
                     help="auto: cuda when torch sees a GPU, else cpu")
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                     help="torch.compile the models (auto: on CUDA when this torch has it)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes that build batches ahead (default: 0 on the CPU, cores - 2 on CUDA)")
     ap.add_argument("--ckpt-every", type=int, default=20, help="steps between checkpoints")
     ap.add_argument("--val-every", type=int, default=50)
     ap.add_argument("--stop-by", default=None,
@@ -237,6 +281,9 @@ def main():
         with open(run / "metrics.jsonl") as f:
             rates = [json.loads(l)["step_s"] for l in f][-200:]
     predecay_saved = (run / "ckpt-predecay.pt").exists()
+    workers = args.workers if args.workers is not None else (
+        max(1, (os.cpu_count() or 2) - 2) if device == "cuda" else 0)
+    stream = BatchStream(rows, args.seed, args.batch, workers)
     while True:
         total = frozen_total or total_steps
         if deadline is not None and frozen_total is None and len(rates) >= 5:
@@ -260,7 +307,7 @@ def main():
                                                         train_secs, None, meta))
             predecay_saved = True
         t0 = time.time()
-        batch = torch.from_numpy(rows.batch(args.seed, step, args.batch)).to(device, non_blocking=True)
+        batch = torch.from_numpy(stream.get(step)).to(device, non_blocking=True)
         x, y = batch[:, :-1], batch[:, 1:].reshape(-1)
         lr_t = lr_at(step, total, args.warmup, args.decay_frac, args.lr)
         lr_d = lr_at(step, total, args.warmup, args.decay_frac, args.draft_lr)
@@ -314,6 +361,7 @@ def main():
         if step % args.ckpt_every == 0 or step == total:
             save_ckpt(run / "ckpt.pt", ckpt_state(target, draft, opt_t, opt_d, step, tokens_seen,
                                                   train_secs, frozen_total, meta))
+    stream.close()
     save_ckpt(run / "ckpt.pt", ckpt_state(target, draft, opt_t, opt_d, step, tokens_seen, train_secs,
                                           frozen_total, meta))
     (run / "DONE").write_text(json.dumps(dict(step=step, tokens_seen=tokens_seen, train_secs=train_secs)))
