@@ -30,6 +30,9 @@ NPM_PACKAGES = [
     ("express", "4.21.0", "MIT", ["lib"], (".js",)),
     ("mobx", "6.13.2", "MIT", ["src"], (".ts",)),
     ("@reduxjs/toolkit", "2.2.7", "MIT", ["src"], (".ts",)),
+    ("eslint", "9.14.0", "MIT", ["lib"], (".js",)),
+    ("webpack", "5.96.1", "MIT", ["lib"], (".js",)),
+    ("commander", "12.1.0", "MIT", ["lib"], (".js",)),
 ]
 
 # Python packages that Debian installs (python3-torch and python3-numpy with the trainer, the rest
@@ -47,6 +50,17 @@ PY_PACKAGES = [
     ("pyflakes", "MIT", "pyflakes3"),
     ("httplib2", "MIT", "python3-httplib2"),
     ("jwt", "MIT", "python3-jwt"),
+    ("django", "BSD-3-Clause", "python3-django"),
+    ("sympy", "BSD-3-Clause", "python3-sympy"),
+    ("sqlalchemy", "MIT", "python3-sqlalchemy"),
+    ("twisted", "MIT", "python3-twisted"),
+    ("flask", "BSD-3-Clause", "python3-flask"),
+    ("werkzeug", "BSD-3-Clause", "python3-werkzeug"),
+    ("jinja2", "BSD-3-Clause", "python3-jinja2"),
+    ("click", "BSD-3-Clause", "python3-click"),
+    ("requests", "Apache-2.0", "python3-requests"),
+    ("networkx", "BSD-3-Clause", "python3-networkx"),
+    ("attr", "MIT", "python3-attr"),
 ]
 
 # C and C++ headers from Debian -dev packages with permissive licenses (tools/train/setup).
@@ -167,7 +181,7 @@ def main():
     ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--heldout-fraction", type=float, default=0.03)
-    ap.add_argument("--cap-mb", type=float, default=14.0, help="max MB per source family after dedup")
+    ap.add_argument("--cap-mb", type=float, default=20.0, help="max MB per source family after dedup")
     ap.add_argument("--min-bytes", type=int, default=200)
     ap.add_argument("--max-bytes", type=int, default=200_000)
     args = ap.parse_args()
