@@ -88,6 +88,9 @@ def main():
     ap.add_argument("--prior", default=None,
                     help="one sentence on the training the initial weights had (for --init-gguf runs)")
     ap.add_argument("--cpu-hours", type=float, default=None, help="CPU time the run used (from the OS)")
+    ap.add_argument("--hardware", default=None,
+                    help="what the run trained on, for a run not on this machine's CPU (e.g. 'one NVIDIA "
+                         "H100, PyTorch 2.11, bf16 autocast, torch.compile')")
     args = ap.parse_args()
     work = Path(args.workdir)
     run = work / "runs" / args.run
@@ -188,9 +191,13 @@ def main():
              f"next-token distribution.")
     bf16 = a.get("bf16", "off") in ("on", "auto")
     cpu = f"; {args.cpu_hours:.2f} CPU hours of process time" if args.cpu_hours is not None else ""
-    L.append(f"- **Training time {last['train_secs'] / 60:.1f} min** wall on 2 shared vCPUs (Xeon with "
-             f"AVX512-BF16, PyTorch 1.13 CPU, {'bf16 autocast' if bf16 else 'fp32'}, {a.get('threads', 1)} "
-             f"thread(s), nice 19 beside C++ builds and tests that took most of the CPU): "
+    if args.hardware:
+        where = args.hardware
+    else:
+        where = (f"2 shared vCPUs (Xeon with AVX512-BF16, PyTorch 1.13 CPU, "
+                 f"{'bf16 autocast' if bf16 else 'fp32'}, {a.get('threads', 1)} thread(s), nice 19 beside C++ "
+                 f"builds and tests that took most of the CPU)")
+    L.append(f"- **Training time {last['train_secs'] / 60:.1f} min** wall on {where}: "
              f"{tok_s:.0f} tokens/s average for both models together{cpu}.")
     L.append(f"- Final training loss (last-step batch) target {last['loss_target']:.3f}, draft "
              f"{last['loss_draft_ce']:.3f} nats/token"
@@ -273,10 +280,19 @@ def main():
     for key, flag in (("lr", "--lr"), ("fim_rate", "--fim-rate"), ("span_rate", "--span-rate")):
         if key in a:
             opts += f" {flag} {a[key]:g}"
-    L.append(f"`tools/train/setup` (Debian packages), then `tools/train/run --run {args.run} --total-tokens "
-             f"{last['tokens']}{opts} --ship` repeats this run with the same seed and data (PREVIOUS: the "
-             f"models these replace, from git history; see `tools/train/README.md`). Longer runs resume "
-             f"from checkpoints under `~/.cache/ghostline-train/runs/`.")
+    if a.get("device") == "cuda":
+        shape_of = lambda c: f"{c['dim']},{c['n_layers']},{c['n_heads']},{c['n_kv_heads']},{c['ffn_dim']}"
+        L.append(f"On a CUDA machine, after `tools/train/setup` and `pack.py corpus-pack` here and "
+                 f"`pack.py corpus-unpack` there (see `tools/train/README.md`): `python3 tools/train/train.py "
+                 f"--run {args.run} --device cuda --batch {a['batch']} --target {shape_of(t)} --draft "
+                 f"{shape_of(d)} --warmup {a['warmup']} --total-tokens {last['tokens']}` repeats this run's "
+                 f"schedule with the same seed and data (the original's budget came from a `--stop-by` "
+                 f"deadline), then `export.py --draft-type q8_0`.")
+    else:
+        L.append(f"`tools/train/setup` (Debian packages), then `tools/train/run --run {args.run} --total-tokens "
+                 f"{last['tokens']}{opts} --ship` repeats this run with the same seed and data (PREVIOUS: the "
+                 f"models these replace, from git history; see `tools/train/README.md`). Longer runs resume "
+                 f"from checkpoints under `~/.cache/ghostline-train/runs/`.")
     (out / "README.md").write_text("\n".join(L) + "\n")
 
 
