@@ -382,16 +382,25 @@ TEST_F(ShippedPairTest, DraftKvHoldsOnlyAcceptedTokens) {
                                        draft_->gen->logits(0).end());
     KvSequence fresh;
     ASSERT_TRUE(draft_->gen->forward(fresh, std::span(all).first(size_t(n) + 1)));
-    const auto expected = draft_->gen->logits(0);
-    double max_diff = 0, sq = 0;
+    const std::vector<float> expected(draft_->gen->logits(0).begin(), draft_->gen->logits(0).end());
+    // Kernel noise without speculation: the same n tokens as one batch, then the next token as a
+    // step. Batches and steps quantize activations differently on quantized weights (the shipped
+    // draft is Q8_0), so this differs from `expected` by more than float rounding.
+    KvSequence control;
+    ASSERT_TRUE(draft_->gen->forward(control, std::span(all).first(size_t(n))));
+    ASSERT_TRUE(draft_->gen->forward(control, std::span(all).subspan(size_t(n), 1)));
+    const auto control_logits = draft_->gen->logits(0);
+    double max_diff = 0, noise = 0, sq = 0;
     for (size_t i = 0; i < expected.size(); ++i) {
       max_diff = std::max(max_diff, std::abs(double(continued[i]) - expected[i]));
+      noise = std::max(noise, std::abs(double(control_logits[i]) - expected[i]));
       sq += double(expected[i]) * expected[i];
     }
-    // The fresh run takes the prefill kernels: equal up to float rounding.
-    EXPECT_LE(max_diff, 1e-3 * std::sqrt(sq / double(expected.size())) + 1e-4) << "prompt " << p;
+    // A rejected token left in the KV would shift the logits well beyond the kernels' own noise.
+    EXPECT_LE(max_diff, 2 * noise + 1e-3 * std::sqrt(sq / double(expected.size())) + 1e-4)
+        << "prompt " << p << ", kernel noise " << noise;
     EXPECT_EQ(argmax(continued), argmax(expected));
-    for (KvSequence* s : {&draft_seq, &fresh}) draft_->pool->release(*s);
+    for (KvSequence* s : {&draft_seq, &fresh, &control}) draft_->pool->release(*s);
     target_->pool->release(seq);
   }
   EXPECT_GT(checked, 0);
