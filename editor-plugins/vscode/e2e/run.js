@@ -334,6 +334,12 @@ async function main() {
         await page.keyboard.press("End");
         await page.keyboard.up("Control");
         await page.keyboard.type(TYPED, { delay: 90 });
+        const shown = await waitFor("ghost text", () => ghostText(page), 15000, 20).catch(() => null);
+        // A model that predicted the typed text answers every keystroke from kept work, and a
+        // one-token completion has nothing to add after the first reply: leave the shown
+        // completion for an expression that takes several tokens.
+        const leave = shown && shown.inline.startsWith(" if") ? " or" : " if";
+        await page.keyboard.type(leave, { delay: 90 });
         const first = await waitFor("ghost text", () => ghostText(page), 15000, 20).catch(() => null);
         await sleep(3000);
         const invoked = readRecording(growRecord).filter((r) => r.message && r.message.method === "textDocument/inlineCompletion" &&
