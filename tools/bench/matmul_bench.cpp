@@ -12,8 +12,8 @@
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/matmul.h"
-#include "engine/gguf/quant.h"
 #include "engine/backend/cpu/thread_pool.h"
+#include "engine/gguf/quant.h"
 #include "tools/bench/machine_limits.h"
 
 namespace ghostline::bench {
@@ -149,8 +149,7 @@ void bench_decode_shape(const Options& o, GgmlType type, const Shape& shape, dou
   const double gbs = bytes / t / 1e9;
   std::printf("| %s | %s | decode n=1%s | %.1f us | %.1f GB/s | %.0f%% of bandwidth |\n",
               std::string(engine::ggml_type_name(type)).c_str(), shape.name,
-              o.in_cache ? ", in cache" : "", t * 1e6, gbs,
-              100.0 * gbs / bw);
+              o.in_cache ? ", in cache" : "", t * 1e6, gbs, 100.0 * gbs / bw);
 }
 
 void bench_prefill_shape(const Options& o, GgmlType type, const Shape& shape, double peak,
