@@ -17,8 +17,8 @@ namespace {
 }  // namespace
 
 const KernelSet& avx512_kernels() {
-  static const KernelSet set{kPanelRows, kPrefillTokens, kScratchFloats, decode_rows,
-                             prefill_panels};
+  static const KernelSet set{kPanelRows,  kPrefillTokens, kScratchFloats,
+                             decode_rows, prefill_panels, /*quads=*/true};
   return set;
 }
 

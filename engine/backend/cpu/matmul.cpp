@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +65,8 @@ struct Scratch {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> sum16;
+  std::vector<int8_t> quads;
+  std::vector<float> dsum;
   std::vector<float> prefill;
   std::vector<float> packed_x;
 };
@@ -109,6 +112,27 @@ kernels::QuantizedActivations quantize_activations(const float* x, int64_t n_tok
     sum16[g] = sum;
   }
   return {q, d, sum16, block};
+}
+
+// QuantizedActivations::quads and dsum for 32-value blocks (rows of `cols` values).
+void add_quads(kernels::QuantizedActivations& a, int64_t n_tokens, int64_t cols, Scratch& s) {
+  const int64_t n = n_tokens * cols, nb = cols / kQK8_0;
+  int8_t* quads = sized(s.quads, static_cast<size_t>(n));
+  float* dsum = sized(s.dsum, static_cast<size_t>(n / kQK8_0));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const int8_t* q = a.q + t * cols;
+    int8_t* out = quads + t * cols;
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4)
+      for (int i = 0; i < 4; ++i)
+        for (int half = 0; half < 2; ++half)
+          std::memcpy(out + b * kQK8_0 + 64 * half + 16 * i, q + (b + i) * kQK8_0 + 16 * half, 16);
+    std::memcpy(out + b * kQK8_0, q + b * kQK8_0, static_cast<size_t>((nb - b) * kQK8_0));
+  }
+  for (int64_t b = 0; b < n / kQK8_0; ++b)
+    dsum[b] = a.d[b] * static_cast<float>(a.sum16[2 * b] + a.sum16[2 * b + 1]);
+  a.quads = quads;
+  a.dsum = dsum;
 }
 
 const kernels::KernelSet& kernels_for(CpuIsa isa) {
@@ -157,8 +181,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 
   if (n_tokens <= kMatmulDecodeMaxTokens) {
     kernels::DecodeJob job{&w, x, {}, n_tokens, y};
-    if (const int block = kernels::activation_block(w.type); block != 0)
+    if (const int block = kernels::activation_block(w.type); block != 0) {
       job.xq = quantize_activations(x, n_tokens, w.cols, block, thread_scratch());
+      if (block == kQK8_0 && w.type != GgmlType::Q8_0 && ks.quads)
+        add_quads(job.xq, n_tokens, w.cols, thread_scratch());
+    }
     // Groups of 16 rows keep each thread's slice of y on its own cache lines.
     constexpr int64_t kRowGroup = 16;
     const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;

@@ -17,6 +17,12 @@ struct QuantizedActivations {
   const float* d = nullptr;
   const int32_t* sum16 = nullptr;
   int block = 0;
+  // For 32-value blocks, when the kernel set asks (KernelSet::quads): q again, each group of
+  // four whole blocks (128 values) as the first 16 values of each block, then their second 16
+  // values, which is how 4-bit weights store their low and high nibbles; and per block
+  // d * sum of its q, for the offsets and mins of the weights.
+  const int8_t* quads = nullptr;
+  const float* dsum = nullptr;
 };
 
 // Activation block size the decode kernels want for `type` (0: they read the floats).
@@ -50,6 +56,7 @@ struct KernelSet {
   void (*decode_rows)(const DecodeJob& job, int64_t row_begin, int64_t row_end);
   void (*prefill_panels)(const PrefillJob& job, int64_t panel_begin, int64_t panel_end,
                          float* scratch);
+  bool quads = false;  // wants QuantizedActivations::quads and dsum for 32-value blocks
 };
 
 const KernelSet& scalar_kernels();
