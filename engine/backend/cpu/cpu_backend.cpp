@@ -7,9 +7,9 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/matmul.h"
-#include "engine/gguf/quant.h"
 #include "engine/backend/cpu/thread_pool.h"
 #include "engine/backend/cpu/vec_ops.h"
+#include "engine/gguf/quant.h"
 #include "engine/model/model.h"
 #include "engine/model/model_weights.h"
 
@@ -17,6 +17,7 @@ namespace ghostline::engine {
 namespace {
 
 constexpr int kB = KvBlockPool::kBlockTokens;
+static_assert(kB == cpu::kAttnRows, "attention takes keys a pool block at a time");
 
 cpu::WeightMatrix as_matrix(const GgufTensor* t) {
   return {.type = t->type,
@@ -236,13 +237,16 @@ class CpuBackend final : public Backend {
   // queries of a tile.
   struct AttentionScratch {
     std::vector<float> rows;
+    std::vector<float> keys_t;  // a block of keys transposed: [d][kAttnRows]
     std::vector<float> scores;
   };
   static constexpr int kQueryTile = 16;
 
   // Causal grouped-query attention. A task is one KV head and a tile of up to 16 query tokens:
   // each K/V block is widened from F16 once and used by every query of the tile and every
-  // query head of the group (n_head / n_head_kv heads share a KV head).
+  // query head of the group (n_head / n_head_kv heads share a KV head), which the block
+  // operations take together. The query heads of a group are consecutive in q_ and att_, d
+  // apart; their scores rows are n_ctx apart.
   void attention(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
@@ -253,6 +257,7 @@ class CpuBackend final : public Backend {
     compute_.parallel_for(int64_t(n_tiles) * n_kv, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
       s.rows.resize(size_t(kB) * d);
+      s.keys_t.resize(size_t(cpu::kAttnRows) * d);
       s.scores.resize(size_t(kQueryTile) * group * n_ctx);
       for (int64_t task = begin; task < end; ++task) {
         const int kvh = int(task % n_kv);
@@ -268,14 +273,13 @@ class CpuBackend final : public Backend {
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
           widen(kv_.keys(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
+          for (int r = 0; r < rows; ++r)
+            for (int i = 0; i < d; ++i)
+              s.keys_t[size_t(i) * cpu::kAttnRows + size_t(r)] = s.rows[size_t(r) * d + size_t(i)];
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
-            for (int g = 0; g < group; ++g) {
-              const float* qg = query(t, g);
-              float* sc = scores(t, g) + b0;
-              for (int r = 0; r < visible; ++r)
-                sc[r] = ops_.dot(qg, &s.rows[size_t(r) * d], d) * scale;
-            }
+            ops_.attn_scores(s.keys_t.data(), visible, d, query(t, 0), d, group, scale,
+                             scores(t, 0) + b0, n_ctx);
           }
         }
         for (int t = t0; t < t1; ++t)
@@ -288,11 +292,8 @@ class CpuBackend final : public Backend {
           widen(kv_.values(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
-            for (int g = 0; g < group; ++g) {
-              float* out = &att_[query(t, g) - q_.data()];
-              const float* sc = scores(t, g) + b0;
-              for (int r = 0; r < visible; ++r) ops_.axpy(sc[r], &s.rows[size_t(r) * d], d, out);
-            }
+            ops_.attn_values(s.rows.data(), visible, d, scores(t, 0) + b0, n_ctx, group,
+                             &att_[query(t, 0) - q_.data()], d);
           }
         }
       }
@@ -329,7 +330,8 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool,
   return std::make_unique<CpuBackend>(model, pool, o);
 }
 
-std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options) {
+std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool,
+                                      const BackendOptions& options) {
   switch (options.kind) {
     case BackendKind::Reference:
       return make_reference_backend(model, pool);

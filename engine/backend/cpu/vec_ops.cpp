@@ -84,13 +84,31 @@ void gelu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) 
   for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
 }
 
+void attn_scores_scalar(const float* kt, int64_t rows, int64_t d, const float* q, int64_t q_stride,
+                        int64_t n_q, float scale, float* out, int64_t out_stride) {
+  for (int64_t g = 0; g < n_q; ++g)
+    for (int64_t r = 0; r < rows; ++r) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < d; ++i) sum += q[g * q_stride + i] * kt[i * kAttnRows + r];
+      out[g * out_stride + r] = sum * scale;
+    }
+}
+
+void attn_values_scalar(const float* v, int64_t rows, int64_t d, const float* w, int64_t w_stride,
+                        int64_t n_q, float* out, int64_t out_stride) {
+  for (int64_t g = 0; g < n_q; ++g)
+    for (int64_t r = 0; r < rows; ++r)
+      axpy_scalar(w[g * w_stride + r], v + r * d, d, out + g * out_stride);
+}
+
 }  // namespace
 
 const VecOps& vec_ops(CpuIsa isa) {
-  static const VecOps scalar{rmsnorm_scalar,      softmax_scalar,   silu_mul_scalar,
-                             add_scalar,          scale_scalar,     fp16_to_fp32_scalar,
-                             fp32_to_fp16_scalar, dot_scalar,       axpy_scalar,
-                             layernorm_scalar,    gelu_scalar,      gelu_mul_scalar};
+  static const VecOps scalar{rmsnorm_scalar,      softmax_scalar,    silu_mul_scalar,
+                             add_scalar,          scale_scalar,      fp16_to_fp32_scalar,
+                             fp32_to_fp16_scalar, dot_scalar,        axpy_scalar,
+                             layernorm_scalar,    gelu_scalar,       gelu_mul_scalar,
+                             attn_scores_scalar,  attn_values_scalar};
   switch (isa) {
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();

@@ -43,7 +43,20 @@ struct VecOps {
   void (*gelu)(const float* x, int64_t n, float* out);
   // out[i] = gelu(gate[i]) * up[i] (GeGLU); out may alias gate or up.
   void (*gelu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  // Attention scores of n_q queries against one block of keys given transposed:
+  // out[g * out_stride + r] = scale * sum_i q[g * q_stride + i] * kt[i * kAttnRows + r] for
+  // g < n_q, r < rows ≤ kAttnRows, i < d; kt holds kAttnRows readable values per i. Each score
+  // is summed over i in order, whatever rows and n_q are.
+  void (*attn_scores)(const float* kt, int64_t rows, int64_t d, const float* q, int64_t q_stride,
+                      int64_t n_q, float scale, float* out, int64_t out_stride);
+  // Weighted values of one block: out[g * out_stride + i] += w[g * w_stride + r] * v[r * d + i]
+  // for r = 0, 1, ... rows - 1 in turn (each a fused multiply-add, as axpy does), g < n_q.
+  void (*attn_values)(const float* v, int64_t rows, int64_t d, const float* w, int64_t w_stride,
+                      int64_t n_q, float* out, int64_t out_stride);
 };
+
+// Rows of one block of keys for attn_scores (the KV pool's tokens per block).
+inline constexpr int64_t kAttnRows = 16;
 
 // The operations of one level; it must be supported by this CPU (see isa_supported).
 const VecOps& vec_ops(CpuIsa isa);
