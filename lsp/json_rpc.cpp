@@ -42,7 +42,10 @@ bool FrameDecoder::parse_header(std::vector<Event>& out) {
   }
   std::string_view headers(buffer_.data(), end);
   int64_t length = -1;
+  std::string_view length_text;
   std::string problem;
+  // Two different lengths leave the body undelimitable: neither is trusted.
+  std::string conflict;
   while (!headers.empty()) {
     size_t eol = headers.find("\r\n");
     std::string_view line = headers.substr(0, eol);
@@ -59,10 +62,19 @@ bool FrameDecoder::parse_header(std::vector<Event>& out) {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (ec != std::errc() || p != value.data() + value.size() || n > (uint64_t{1} << 40)) {
         problem = "invalid Content-Length '" + std::string(value.substr(0, 40)) + "'";
+      } else if (length >= 0 && static_cast<uint64_t>(length) != n) {
+        if (conflict.empty())
+          conflict = "conflicting Content-Length headers '" + std::string(length_text) + "' and '" +
+                     std::string(value.substr(0, 40)) + "'";
       } else {
         length = static_cast<int64_t>(n);
+        length_text = value.substr(0, 40);
       }
     }
+  }
+  if (!conflict.empty()) {
+    length = -1;
+    problem = std::move(conflict);
   }
   buffer_.erase(0, end + kHeaderEnd.size());
   if (length < 0) {

@@ -51,6 +51,18 @@ TEST(FrameDecoder, ReportsMissingAndInvalidLengths) {
   EXPECT_EQ(events[1], "[]");
 }
 
+TEST(FrameDecoder, ConflictingLengthsAreAnErrorAndEqualOnesAreNot) {
+  FrameDecoder d(1024);
+  auto events =
+      bodies(d.feed("Content-Length: 2\r\nContent-Length: 7\r\n\r\n{}" + encode_frame("[]")));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0], "ERROR: conflicting Content-Length headers '2' and '7'");
+  EXPECT_EQ(events[1], "[]");
+  events = bodies(d.feed("Content-Length: 2\r\ncontent-length: 2\r\n\r\n{}"));
+  EXPECT_EQ(events, (std::vector<std::string>{"{}"}));
+  EXPECT_FALSE(d.mid_message());
+}
+
 TEST(FrameDecoder, EndlessHeaderIsReportedNotBuffered) {
   FrameDecoder d(1024);
   auto events = bodies(d.feed(std::string(5000, 'h')));
