@@ -5,12 +5,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 namespace ghostline::lsp {
 
 Recorder::Recorder(const std::string& path)
-    : file_(std::fopen(path.c_str(), "a")), start_(std::chrono::steady_clock::now()) {
+    : path_(path), file_(std::fopen(path.c_str(), "a")), start_(std::chrono::steady_clock::now()) {
   if (!file_)
     throw std::runtime_error("cannot open record file '" + path + "': " + std::strerror(errno));
 }
@@ -28,10 +29,17 @@ void Recorder::record(int session, const nlohmann::json* message, std::string_vi
     line["raw"] = std::string(raw);
   }
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  text += '\n';
   std::lock_guard lock(mutex_);
-  std::fwrite(text.data(), 1, text.size(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);
+  if (!file_) return;
+  if (std::fwrite(text.data(), 1, text.size(), file_) == text.size() && std::fflush(file_) == 0)
+    return;
+  // Retrying every message would only repeat the error: say it once and stop recording.
+  int error = errno;
+  spdlog::error("cannot write the record file '{}': {}; recording stops here", path_,
+                std::strerror(error));
+  std::fclose(file_);
+  file_ = nullptr;
 }
 
 }  // namespace ghostline::lsp

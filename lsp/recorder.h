@@ -1,5 +1,6 @@
 // Mirrors every incoming message to a JSON-lines file with a monotonic timestamp, so that a
-// real editing session can be replayed later.
+// real editing session can be replayed later. A write that fails (a full disk) is reported once
+// in the log and ends the recording; serving goes on.
 #pragma once
 
 #include <chrono>
@@ -24,7 +25,8 @@ class Recorder {
   void record(int session, const nlohmann::json* message, std::string_view raw);
 
  private:
-  std::FILE* file_;
+  std::string path_;
+  std::FILE* file_;  // null once a write has failed
   std::mutex mutex_;
   std::chrono::steady_clock::time_point start_;
 };

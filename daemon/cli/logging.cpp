@@ -1,5 +1,7 @@
 #include "daemon/cli/logging.h"
 
+#include <atomic>
+#include <cstdio>
 #include <stdexcept>
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -22,6 +24,21 @@ void setup_logging(const std::string& level, const std::string& file) {
     } catch (const spdlog::spdlog_ex& e) {
       throw std::runtime_error("cannot open log file '" + file + "': " + e.what());
     }
+    // spdlog would report a failing write (a full disk) on stderr once a second for as long as the
+    // daemon runs. Say it once and stop logging instead; the handler is owned by the logger, so
+    // the raw pointer outlives every call. Its messages for a failed write or flush name the
+    // file; any other error (a bad format string) is reported and logging goes on.
+    auto reported = std::make_shared<std::atomic_flag>();
+    logger->set_error_handler([file, reported, raw = logger.get()](const std::string& error) {
+      if (error.find(file) == std::string::npos) {
+        std::fprintf(stderr, "ghostline: log error: %s\n", error.c_str());
+        return;
+      }
+      raw->set_level(spdlog::level::off);
+      if (!reported->test_and_set())
+        std::fprintf(stderr, "ghostline: cannot write the log file '%s' (%s); logging stops here\n",
+                     file.c_str(), error.c_str());
+    });
   }
   logger->set_level(parsed);
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Faults around one daemon on a unix socket: a client killed in the middle of a request, a
-client that never reads its replies, SIGTERM while a completion runs. Each leaves the daemon
-serving its other clients, or ends it cleanly; nothing hangs."""
+client that never reads its replies, a full disk under the log and the record, SIGTERM while a
+completion runs. Each leaves the daemon serving its other clients, or ends it cleanly; nothing
+hangs."""
 import os
 import signal
 import socket
@@ -75,6 +76,41 @@ def test_client_that_never_reads_is_disconnected():
     finally:
         proc.terminate()
         assert proc.wait(10) == 0
+
+
+def serve_for(address, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert_serves(address)
+
+
+def test_full_disk_for_the_log():
+    # /dev/full fails every write with ENOSPC. For over two seconds of sessions (each logs), the
+    # failure is reported once, not once a second, and completions go on.
+    proc, address, log = daemon("--log-file", "/dev/full")
+    try:
+        serve_for(address, 2.5)
+        assert proc.poll() is None, "daemon died"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+    reports = [l for l in open(log).read().splitlines() if "/dev/full" in l]
+    assert len(reports) == 1, reports
+    assert "cannot write the log file '/dev/full'" in reports[0], reports
+    assert "No space left on device" in reports[0], reports
+
+
+def test_full_disk_for_the_record():
+    proc, address, log = daemon("--record", "/dev/full")
+    try:
+        serve_for(address, 1.0)
+        assert proc.poll() is None, "daemon died"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+    reports = [l for l in open(log).read().splitlines() if "/dev/full" in l]
+    assert len(reports) == 1, reports
+    assert "cannot write the record file '/dev/full': No space left on device" in reports[0], reports
 
 
 def test_sigterm_while_busy():
