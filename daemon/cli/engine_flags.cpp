@@ -8,7 +8,7 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
   p.option("-m,--model", "FILE",
            "GGUF model to complete with (default: " + default_model_path() + ")", &o.model);
   p.option("-t,--threads", "N", "compute threads (0: all cores)", &o.threads);
-  p.option("--kv-mib", "MIB", "memory for the KV cache", &o.kv_mib);
+  p.option("--kv-mib", "MIB", "memory for the KV cache (at least 1)", &o.kv_mib);
   p.flag("--no-prefix-cache", "compute every prompt from scratch (to measure what the cache saves)",
          &o.no_prefix_cache);
   p.option("--draft", "FILE",

@@ -78,6 +78,7 @@ class EngineCompleter : public SyntaxAwareCompleter {
  public:
   EngineCompleter(const EngineOptions& options, const std::string& path)
       : options_(options), path_(path) {
+    if (options.kv_mib < 1) throw std::runtime_error("--kv-mib must be at least 1");
     const auto start = Clock::now();
     const int threads = options.threads > 0
                             ? options.threads
@@ -180,6 +181,8 @@ class EngineCompleter : public SyntaxAwareCompleter {
   // Prefill of an uncached prompt may use this share of the deadline; decoding gets the rest.
   static constexpr double kPrefillShare = 0.6;
   static constexpr int kMinPrefillTokens = 64;
+  // Room kept in a sequence beyond prompt and completion (a verify batch may run past the end).
+  static constexpr int kSequenceMargin = 8;
   // Work answered early may go on to this many times the deadline (at least a second).
   static constexpr int kKeepWorkingFactor = 8;
 
@@ -233,13 +236,16 @@ class EngineCompleter : public SyntaxAwareCompleter {
   }
 
   // Stage 2. A long uncached prompt would miss the deadline in prefill alone: keep the part of
-  // the prefix that the measured prefill speed allows in its share of the budget.
+  // the prefix that the measured prefill speed allows in its share of the budget. The KV pool
+  // must hold the prompt and all that is generated: under a small --kv-mib the completion is
+  // shortened to fit rather than failed when the pool runs out in the middle of it.
   void build_prompt(Request& q) {
     const auto& request = q.request;
     PromptLimits limits;
     int longest = target_->max_sequence_tokens();
     if (draft_) longest = std::min(longest, draft_->max_sequence_tokens());
-    const int room = longest - q.max_tokens - 8;
+    q.max_tokens = std::min(q.max_tokens, longest / 2);
+    const int room = longest - q.max_tokens - kSequenceMargin;
     limits.max_prefix_tokens =
         std::min(limits.max_prefix_tokens, std::max(16, room - prompts_->max_suffix_tokens(limits)));
     const auto [other_files, repo] = SyntaxState::prompt_context(request);
@@ -263,6 +269,14 @@ class EngineCompleter : public SyntaxAwareCompleter {
           .budget_tokens = budget_tokens,
           .dropped_prompt_tokens = full_prompt_tokens - static_cast<int>(q.prompt.tokens.size())};
     }
+    // The suffix and the template are not cut by the prefix limit: what they leave is the most
+    // that may be generated.
+    const int prompt_tokens = static_cast<int>(q.prompt.tokens.size());
+    q.max_tokens = std::min(q.max_tokens, longest - prompt_tokens - kSequenceMargin);
+    if (q.max_tokens < 1)
+      throw std::runtime_error("the KV cache holds " + std::to_string(longest) +
+                               " tokens, too few for a prompt of " + std::to_string(prompt_tokens) +
+                               " tokens and its completion; raise --kv-mib");
   }
 
   // Stage 4. Speculation: n-gram proposals always, the draft model's when there is one. The

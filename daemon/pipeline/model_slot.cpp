@@ -60,7 +60,8 @@ int ModelSlot::max_sequence_tokens() const {
 }
 
 double ModelSlot::measure_prefill() {
-  const int n = std::min(kMaxChunk, model_->n_ctx() / 2);
+  // A small KV budget bounds the measuring prompt too.
+  const int n = std::min({kMaxChunk, model_->n_ctx() / 2, max_sequence_tokens()});
   std::vector<int32_t> ids(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ids[size_t(i)] = (i * 97 + 7) % model_->config().n_vocab;
   engine::KvSequence seq;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Faults around one daemon on a unix socket: a client killed in the middle of a request, a
-client that never reads its replies, a full disk under the log and the record, SIGTERM while a
-completion runs. Each leaves the daemon serving its other clients, or ends it cleanly; nothing
-hangs."""
+client that never reads its replies, a full disk under the log and the record, a KV budget too
+small for the prompt and its completion, SIGTERM while a completion runs. Each leaves the daemon
+serving its other clients, or ends it cleanly; nothing hangs."""
 import os
 import signal
 import socket
@@ -17,6 +17,7 @@ from test_sockets import complete, open_doc, start_daemon  # noqa: E402
 
 BINARY = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="ghostline-faults-")
+MODEL = "../shared/data/models/ref-qwen2-dscoder-q8_0.gguf"
 
 
 def connect(address):
@@ -111,6 +112,49 @@ def test_full_disk_for_the_record():
     reports = [l for l in open(log).read().splitlines() if "/dev/full" in l]
     assert len(reports) == 1, reports
     assert "cannot write the record file '/dev/full': No space left on device" in reports[0], reports
+
+
+def test_out_of_kv_budget():
+    # 1 MiB of KV holds 1024 tokens of the reference model, whose random weights never stop
+    # generating: a long document and a completion of up to 2000 tokens cannot both fit. Every
+    # request is answered with a completion shortened to fit, and the daemon goes on serving.
+    proc, address, log = daemon("--scripted-completer", "-1", "--model", MODEL, "--kv-mib", "1",
+                                "--max-tokens", "2000", "--deadline-ms", "20000", "--threads", "2",
+                                "--no-prefetch")
+    try:
+        c = connect(address)
+        c.initialize()
+        before = "".join("def f%d(x):\n    return x * %d + %d\n\n" % (i, i, i * 7) for i in range(300))
+        after = "".join("def h%d(x):\n    return x - %d\n\n" % (i, i) for i in range(300))
+        open_doc(c, "file:///long.py", before + "def g(y):\n    return \n" + after)
+        line = before.count("\n") + 1
+        for character in (11, 4, 0):
+            id = c.request("textDocument/inlineCompletion",
+                           {"textDocument": {"uri": "file:///long.py"},
+                            "position": {"line": line, "character": character}, "context": {"triggerKind": 1}})
+            r = c.response(id, timeout=60)
+            assert "items" in r.get("result", {}), r
+        for stats in c.response(c.request("ghostline/stats", None))["result"]["recent"]:
+            pool_tokens = 16 * (stats["cache"]["poolBlocksUsed"] + stats["cache"]["poolBlocksFree"])
+            assert stats["generatedTokens"] > 0, stats
+            assert stats["promptTokens"] + stats["generatedTokens"] <= pool_tokens, stats
+        c.close()
+        other = connect(address)
+        other.initialize()
+        open_doc(other, "file:///short.py", "def f(x):\n    return ")
+        r = complete(other, "file:///short.py", 1, 11)
+        assert "items" in r.get("result", {}), r
+        other.close()
+        assert proc.poll() is None, "daemon died"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+
+
+def test_kv_budget_below_the_minimum_is_refused():
+    r = subprocess.run([BINARY, "serve", "--model", MODEL, "--kv-mib", "0"], capture_output=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode != 0 and b"--kv-mib must be at least 1" in r.stderr, r
 
 
 def test_sigterm_while_busy():
