@@ -10,10 +10,11 @@
 
 #include "daemon/cli/arg_parser.h"
 #include "daemon/cli/engine_flags.h"
-#include "daemon/pipeline/completion_service.h"
 #include "daemon/cli/logging.h"
+#include "daemon/pipeline/completion_service.h"
 #include "daemon/pipeline/memo_completer.h"
 #include "daemon/pipeline/scripted_completer.h"
+#include "engine/gguf/mapped_file_faults.h"
 #include "lsp/recorder.h"
 #include "lsp/server.h"
 
@@ -140,6 +141,9 @@ int serve_main(std::span<char* const> args) {
     }
   }
 
+  // The model is mapped, not read: if its file is truncated while the daemon runs, say so and
+  // exit instead of dying of SIGBUS without a word.
+  engine::install_mapped_file_fault_handler();
   std::unique_ptr<lsp::Recorder> recorder;
   std::unique_ptr<lsp::Completer> completer;
   try {

@@ -1,4 +1,5 @@
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/mapped_file_faults.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -247,10 +248,12 @@ class GgufFile::Mapping {
                         std::strerror(err));
       }
       addr_ = p;
+      guard_.emplace(addr_, size_, path);
     }
     ::close(fd);
   }
   ~Mapping() {
+    guard_.reset();
     if (addr_) ::munmap(addr_, size_);
   }
   Mapping(const Mapping&) = delete;
@@ -284,6 +287,7 @@ class GgufFile::Mapping {
  private:
   void* addr_ = nullptr;
   size_t size_ = 0;
+  std::optional<MappedFileGuard> guard_;  // names the file if it shrinks under the mapping
 };
 
 // Bounds-checked sequential reader over the mapping; every failure names the file, what was

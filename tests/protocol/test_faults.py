@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Faults around one daemon on a unix socket: a client killed in the middle of a request, a
 client that never reads its replies, a full disk under the log and the record, a KV budget too
-small for the prompt and its completion, SIGTERM while a completion runs. Each leaves the daemon
-serving its other clients, or ends it cleanly; nothing hangs."""
+small for the prompt and its completion, the model file replaced or truncated while mapped,
+SIGTERM while a completion runs. Each leaves the daemon serving its other clients, or ends it
+with a clear message; nothing hangs."""
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -155,6 +157,62 @@ def test_kv_budget_below_the_minimum_is_refused():
     r = subprocess.run([BINARY, "serve", "--model", MODEL, "--kv-mib", "0"], capture_output=True, timeout=60,
                        stdin=subprocess.DEVNULL)
     assert r.returncode != 0 and b"--kv-mib must be at least 1" in r.stderr, r
+
+
+def serving_a_copy_of_the_model():
+    model = os.path.join(TMP, "model-%d.gguf" % time.monotonic_ns())
+    shutil.copyfile(MODEL, model)
+    proc, address, log = daemon("--scripted-completer", "-1", "--model", model, "--threads", "2", "--no-prefetch")
+    c = connect(address)
+    c.initialize()
+    open_doc(c, "file:///m.py", "def f(x):\n    return ")
+    assert "items" in complete(c, "file:///m.py", 1, 11).get("result", {})
+    return proc, address, log, model, c
+
+
+def test_model_file_replaced_while_mapped():
+    # A new file moved over the path (as an update does) leaves the mapped one intact: the daemon
+    # goes on completing with the model it loaded.
+    proc, address, log, model, c = serving_a_copy_of_the_model()
+    try:
+        with open(model + ".new", "wb") as f:
+            f.write(b"GGUF" + b"\0" * 4096)
+        os.rename(model + ".new", model)
+        open_doc(c, "file:///n.py", "class A:\n    def g(self):\n        return self.")
+        assert "items" in complete(c, "file:///n.py", 2, 20).get("result", {})
+        c.close()
+        other = connect(address)
+        other.initialize()
+        open_doc(other, "file:///o.py", "import os\nprint(os.")
+        assert "items" in complete(other, "file:///o.py", 1, 9).get("result", {})
+        other.close()
+        assert proc.poll() is None, "daemon died"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+
+
+def test_model_file_truncated_while_mapped():
+    # Truncated in place, the mapped pages past the new end are gone: the next read of one raises
+    # SIGBUS. The daemon cannot go on; it must say why instead of vanishing.
+    proc, address, log, model, c = serving_a_copy_of_the_model()
+    try:
+        os.truncate(model, 1000)
+        open_doc(c, "file:///t.py", "class A:\n    def g(self):\n        return self.")
+        c.request("textDocument/inlineCompletion",
+                  {"textDocument": {"uri": "file:///t.py"}, "position": {"line": 2, "character": 20}})
+        try:
+            code = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the daemon did not end after its model file was truncated")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        c.close()
+    assert code > 0, "daemon ended by signal %d, without a word: %s" % (-code, open(log).read()[-500:])
+    message = "ghostline: the model file %s was truncated or changed while in use; restart the daemon" % model
+    assert message in open(log).read(), open(log).read()[-1000:]
 
 
 def test_sigterm_while_busy():
