@@ -59,6 +59,24 @@ inline size_t utf8_invalid_prefix(std::string_view s) {
   return i;
 }
 
+// s without the bytes that are not part of a valid sequence: what a model generated, byte by
+// byte, made fit to show and to send as JSON (a character cut at the end of a completion, or
+// bytes no character has, are dropped rather than replaced by U+FFFD inside code).
+inline std::string utf8_well_formed(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s.substr(i));
+    if (n == 0) {
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 // Length of the character starting with lead byte c, as llama.cpp counts it (1 for bytes
 // that cannot start a sequence).
 inline size_t utf8_len_from_lead(unsigned char c) {

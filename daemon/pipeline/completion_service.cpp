@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "daemon/pipeline/completion_stats.h"
 #include "daemon/pipeline/engine_backend.h"
 #include "daemon/pipeline/model_slot.h"
@@ -209,13 +210,15 @@ class EngineCompleter : public SyntaxAwareCompleter {
     return SyntaxState::context_for(request, prompts_->mode() != engine::FimMode::PrefixOnly);
   }
 
-  // The text of generated tokens, without control tokens.
+  // The text of generated tokens, without control tokens. Tokens are bytes: a character may be
+  // cut where generation stopped, and a model may generate bytes no character has; only well
+  // formed UTF-8 is shown (and can go out as JSON).
   std::string visible_text(std::span<const int32_t> tokens) const {
     const auto& tokenizer = target_->model().tokenizer();
     std::vector<int32_t> visible;
     for (int32_t token : tokens)
       if (!tokenizer.is_control(token)) visible.push_back(token);
-    return tokenizer.decode_continuation(visible);
+    return utf8_well_formed(tokenizer.decode_continuation(visible));
   }
 
   void load_draft(int threads) {

@@ -7,6 +7,8 @@
 #include <random>
 #include <string>
 
+#include "base/utf8.h"
+
 namespace ghostline::lsp {
 namespace {
 
@@ -146,3 +148,16 @@ TEST(TextDocument, OutOfBoundsChangeLeavesTextUnchanged) {
 
 }  // namespace
 }  // namespace ghostline::lsp
+
+// Generated text is bytes: a character cut at the end, a stray continuation byte or a byte no
+// character has are dropped, every valid character kept.
+TEST(Utf8, WellFormedDropsCutAndStrayBytes) {
+  EXPECT_EQ(ghostline::utf8_well_formed("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(ghostline::utf8_well_formed("caf\xC3"), "caf");                 // cut after the lead
+  EXPECT_EQ(ghostline::utf8_well_formed("x = \xE2\x86"), "x = ");           // cut in a 3-byte one
+  EXPECT_EQ(ghostline::utf8_well_formed("a\x80" "b\xFF" "c"), "abc");       // stray bytes
+  EXPECT_EQ(ghostline::utf8_well_formed("\xC0\xAF/"), "/");                 // overlong form
+  EXPECT_EQ(ghostline::utf8_well_formed("\xED\xA0\x80!"), "!");             // a surrogate
+  EXPECT_EQ(ghostline::utf8_well_formed("\xF0\x9F\x98\x80\xF0\x9F"), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(ghostline::utf8_well_formed(""), "");
+}
