@@ -30,7 +30,10 @@ Session::Session(int id, MessageSink& out, Scheduler& scheduler, Completer& comp
   });
 }
 
-Session::~Session() { on_disconnect(); }
+Session::~Session() {
+  *alive_ = false;
+  on_disconnect();
+}
 
 const std::unordered_map<std::string_view, Session::RequestHandler>& Session::request_table() {
   static const std::unordered_map<std::string_view, RequestHandler> table = {
@@ -540,8 +543,8 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
       },
       std::chrono::milliseconds(settings_.debounce_ms),
       // Only inline completions grow: the notification asks the client to request again.
-      style == Style::Inline ? Scheduler::Updated([this, snapshot, cursor_offset] {
-        if (exited_) return;
+      style == Style::Inline ? Scheduler::Updated([this, alive = alive_, snapshot, cursor_offset] {
+        if (!*alive || exited_) return;
         notify("ghostline/completionUpdated",
                CompletionUpdatedParams{.text_document = {.uri = snapshot->uri()},
                                        .version = snapshot->version(),

@@ -143,6 +143,10 @@ class Session {
   enum class State { Uninitialized, Running, ShutDown };
   State state_ = State::Uninitialized;
   bool exited_ = false;
+  // False once the session is gone. The notification that a completion answered early has
+  // grown arrives after its request was answered, so no disconnect cancels it: it checks this
+  // (on the I/O thread, where the session is destroyed) before touching the session.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   int exit_code_ = 1;
   PositionEncoding encoding_ = PositionEncoding::Utf16;
   std::string trace_ = "off";
