@@ -87,31 +87,30 @@ def serve_for(address, seconds):
         assert_serves(address)
 
 
-def test_full_disk_for_the_log():
-    # /dev/full fails every write with ENOSPC. For over two seconds of sessions (each logs), the
-    # failure is reported once, not once a second, and completions go on.
-    proc, address, log = daemon("--log-file", "/dev/full")
+def full_disk_reports(flag, seconds):
+    """Serves for `seconds` with `flag` pointing at /dev/full (every write fails with ENOSPC);
+    the daemon must keep serving and exit cleanly. Returns its log lines naming the file."""
+    proc, address, log = daemon(flag, "/dev/full")
     try:
-        serve_for(address, 2.5)
+        serve_for(address, seconds)
         assert proc.poll() is None, "daemon died"
     finally:
         proc.terminate()
         assert proc.wait(10) == 0
-    reports = [l for l in open(log).read().splitlines() if "/dev/full" in l]
+    return [l for l in open(log).read().splitlines() if "/dev/full" in l]
+
+
+def test_full_disk_for_the_log():
+    # For over two seconds of sessions (each logs), the failure is reported once, not once a
+    # second, and completions go on.
+    reports = full_disk_reports("--log-file", 2.5)
     assert len(reports) == 1, reports
     assert "cannot write the log file '/dev/full'" in reports[0], reports
     assert "No space left on device" in reports[0], reports
 
 
 def test_full_disk_for_the_record():
-    proc, address, log = daemon("--record", "/dev/full")
-    try:
-        serve_for(address, 1.0)
-        assert proc.poll() is None, "daemon died"
-    finally:
-        proc.terminate()
-        assert proc.wait(10) == 0
-    reports = [l for l in open(log).read().splitlines() if "/dev/full" in l]
+    reports = full_disk_reports("--record", 1.0)
     assert len(reports) == 1, reports
     assert "cannot write the record file '/dev/full': No space left on device" in reports[0], reports
 
