@@ -92,11 +92,6 @@ std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols,
   return data;
 }
 
-bool quantizes_activations(GgmlType type, int64_t n_tokens) {
-  return n_tokens <= kMatmulDecodeMaxTokens && type != GgmlType::F32 && type != GgmlType::F16 &&
-         type != GgmlType::BF16;
-}
-
 using Param = std::tuple<GgmlType, CpuIsa>;
 
 class MatmulTest : public ::testing::TestWithParam<Param> {};
@@ -134,7 +129,7 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
       matmul(w, x.data(), n, y.data(), pool, isa);
       matmul_reference(w, x.data(), n, expected.data());
 
-      const bool quantized = quantizes_activations(type, n);
+      const bool quantized = matmul_quantizes_activations(type, n, isa);
       int failures = 0;
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t r = 0; r < rows; ++r) {

@@ -383,24 +383,38 @@ TEST_F(ShippedPairTest, DraftKvHoldsOnlyAcceptedTokens) {
     KvSequence fresh;
     ASSERT_TRUE(draft_->gen->forward(fresh, std::span(all).first(size_t(n) + 1)));
     const std::vector<float> expected(draft_->gen->logits(0).begin(), draft_->gen->logits(0).end());
+    // The draft computed the prompt as a batch and the accepted tokens in steps or small
+    // batches: the same prefix as the prompt batch followed by steps is a second reference.
+    KvSequence stepped;
+    ASSERT_TRUE(draft_->gen->forward(stepped, std::span(prompts[p])));
+    for (size_t i = prompts[p].size(); i <= size_t(n); ++i)
+      ASSERT_TRUE(draft_->gen->forward(stepped, std::span(all).subspan(i, 1)));
+    const std::vector<float> stepped_logits(draft_->gen->logits(0).begin(),
+                                            draft_->gen->logits(0).end());
     // Kernel noise without speculation: the same n tokens as one batch, then the next token as a
-    // step. Batches and steps quantize activations differently on quantized weights (the shipped
-    // draft is Q8_0), so this differs from `expected` by more than float rounding.
+    // step. Batches and steps round activations differently (floats or 8 bits, by block), so
+    // this differs from `expected` by more than float rounding.
     KvSequence control;
     ASSERT_TRUE(draft_->gen->forward(control, std::span(all).first(size_t(n))));
     ASSERT_TRUE(draft_->gen->forward(control, std::span(all).subspan(size_t(n), 1)));
     const auto control_logits = draft_->gen->logits(0);
-    double max_diff = 0, noise = 0, sq = 0;
+    double diff_batch = 0, diff_stepped = 0, noise = 0, sq = 0;
     for (size_t i = 0; i < expected.size(); ++i) {
-      max_diff = std::max(max_diff, std::abs(double(continued[i]) - expected[i]));
+      diff_batch = std::max(diff_batch, std::abs(double(continued[i]) - expected[i]));
+      diff_stepped = std::max(diff_stepped, std::abs(double(continued[i]) - stepped_logits[i]));
       noise = std::max(noise, std::abs(double(control_logits[i]) - expected[i]));
       sq += double(expected[i]) * expected[i];
     }
-    // A rejected token left in the KV would shift the logits well beyond the kernels' own noise.
-    EXPECT_LE(max_diff, 2 * noise + 1e-3 * std::sqrt(sq / double(expected.size())) + 1e-4)
-        << "prompt " << p << ", kernel noise " << noise;
-    EXPECT_EQ(argmax(continued), argmax(expected));
-    for (KvSequence* s : {&draft_seq, &fresh, &control}) draft_->pool->release(*s);
+    // A rejected token left in the KV shifts every later position: the logits move by about
+    // their own size, far from both references. Where both paths quantize activations the
+    // noise above can be 0 while a value rounded the other way in one path moves the logits
+    // by a few percent of their size; the closer reference is the one computed like the draft.
+    const double rms = std::sqrt(sq / double(expected.size()));
+    const double max_diff = std::min(diff_batch, diff_stepped);
+    EXPECT_LE(max_diff, 2 * noise + 0.03 * rms + 1e-4)
+        << "prompt " << p << ", kernel noise " << noise << ", logit rms " << rms;
+    EXPECT_EQ(argmax(continued), argmax(diff_batch <= diff_stepped ? expected : stepped_logits));
+    for (KvSequence* s : {&draft_seq, &fresh, &stepped, &control}) draft_->pool->release(*s);
     target_->pool->release(seq);
   }
   EXPECT_GT(checked, 0);

@@ -17,8 +17,9 @@ namespace {
 }  // namespace
 
 const KernelSet& avx512_kernels() {
-  static const KernelSet set{kPanelRows,  kPrefillTokens, kScratchFloats,
-                             decode_rows, prefill_panels, /*quads=*/true};
+  static const KernelSet set{kPanelRows,     kPrefillTokens,   kScratchFloats, decode_rows,
+                             prefill_panels, /*quads=*/true,   kQ8Tokens,      q8_group,
+                             pack_q8,        prefill_q8_panels};
   return set;
 }
 

@@ -69,6 +69,10 @@ struct Scratch {
   std::vector<float> dsum;
   std::vector<float> prefill;
   std::vector<float> packed_x;
+  std::vector<int32_t> q8_q;
+  std::vector<float> q8_d;
+  std::vector<int32_t> q8_corr;
+  std::vector<float> q8_dsum;
 };
 
 Scratch& thread_scratch() {
@@ -166,6 +170,12 @@ bool matmul_supports(GgmlType type) {
   return can_dequantize(type);
 }
 
+bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa) {
+  if (n_tokens <= kMatmulDecodeMaxTokens) return kernels::activation_block(type) != 0;
+  const auto& ks = kernels_for(isa);
+  return ks.q8_group != nullptr && ks.q8_group(type) != 0;
+}
+
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   matmul(w, x, n_tokens, y, pool, active_isa());
 }
@@ -192,6 +202,30 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     pool.parallel_for_chunks(
         groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
           ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
+        });
+    return;
+  }
+
+  if (const int group = ks.q8_group ? ks.q8_group(w.type) : 0; group != 0) {
+    // Quantize x to bytes once, in tiles of tokens, then take integer dot products.
+    Scratch& s = thread_scratch();
+    const int64_t tiles = (n_tokens + ks.q8_tile_tokens - 1) / ks.q8_tile_tokens;
+    const auto tile_groups = static_cast<size_t>(tiles * ks.q8_tile_tokens * (w.cols / group));
+    kernels::Q8Tiles xq;
+    xq.q = sized(s.q8_q, static_cast<size_t>(tiles * ks.q8_tile_tokens * (w.cols / 4)));
+    xq.d = sized(s.q8_d, tile_groups);
+    xq.corr = sized(s.q8_corr, tile_groups);
+    xq.dsum = sized(s.q8_dsum, tile_groups);
+    xq.group = group;
+    pool.parallel_for(tiles, [&](int64_t t0, int64_t t1, int) {
+      ks.pack_q8(x, n_tokens, w.cols, t0, t1, xq);
+    });
+    const kernels::PrefillQ8Job job{&w, xq, n_tokens, y};
+    const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
+    pool.parallel_for_chunks(
+        panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
+          float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
+          ks.prefill_q8_panels(job, p0, p1, scratch);
         });
     return;
   }

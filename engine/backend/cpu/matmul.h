@@ -1,7 +1,8 @@
 // Matrix products of a GGUF weight matrix with a batch of activation rows: the bulk of every
 // forward pass. Decode (a few tokens) is bound by memory bandwidth and uses integer dot
 // products on activations quantized once per call; prefill (many tokens) is bound by compute
-// and reuses each dequantized block of weights for all tokens from cache.
+// and reuses each unpacked block of weights for all tokens from cache, as floats or, where the
+// CPU has VNNI, as bytes against activations quantized per block.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,11 @@ bool matmul_supports(GgmlType type);
 // Up to this many tokens a product takes the decode path (integer dot products on quantized
 // activations for quantized weights); beyond it, the tiled prefill path.
 inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
+
+// Whether a product of `n_tokens` tokens with weights of `type` at kernel level `isa` rounds the
+// activations to 8 bits per block of values (integer dot products) rather than using them as
+// floats: decode of quantized weights, and prefill where the level has VNNI.
+bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa);
 
 // y[t * w.rows + r] = dot(row r of w, x[t * w.cols ...]) for t in [0, n_tokens).
 // x and y must not overlap. Throws std::invalid_argument for an unsupported type or a column

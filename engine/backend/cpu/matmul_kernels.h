@@ -45,6 +45,24 @@ struct PrefillJob {
   float* y;
 };
 
+// Int8 prefill: activations quantized to signed bytes per block of 32 values and token, in
+// tiles of KernelSet::q8_tile_tokens tokens (zero-padded). Per tile, with T = q8_tile_tokens
+// and groups of `group` values (16 or 32, as the weights' scales come):
+struct Q8Tiles {
+  int32_t* q = nullptr;     // [cols / 4][T]: 4 consecutive values of a token as one word
+  float* d = nullptr;       // [cols / group][T]: the scale of the token's block
+  int32_t* corr = nullptr;  // [cols / group][T]: -128 * the sum of the group's values
+  float* dsum = nullptr;    // [cols / group][T]: d * the sum of the group's values
+  int group = 0;
+};
+
+struct PrefillQ8Job {
+  const WeightMatrix* w;
+  Q8Tiles x;
+  int64_t n_tokens;
+  float* y;
+};
+
 // Prefill works on panels of `panel_rows` consecutive weight rows and chunks of kPrefillKc
 // columns; each chunk of a panel is dequantized once into scratch and used for all tokens.
 inline constexpr int64_t kPrefillKc = 256;
@@ -57,6 +75,14 @@ struct KernelSet {
   void (*prefill_panels)(const PrefillJob& job, int64_t panel_begin, int64_t panel_end,
                          float* scratch);
   bool quads = false;  // wants QuantizedActivations::quads and dsum for 32-value blocks
+  // Int8 prefill, where the level has it: the group size for weights of a type (0: the float
+  // path), the activation packer (tiles [tile_begin, tile_end)) and the panel kernel.
+  int q8_tile_tokens = 0;
+  int (*q8_group)(GgmlType type) = nullptr;
+  void (*pack_q8)(const float* x, int64_t n_tokens, int64_t cols, int64_t tile_begin,
+                  int64_t tile_end, const Q8Tiles& out) = nullptr;
+  void (*prefill_q8_panels)(const PrefillQ8Job& job, int64_t panel_begin, int64_t panel_end,
+                            float* scratch) = nullptr;
 };
 
 const KernelSet& scalar_kernels();
