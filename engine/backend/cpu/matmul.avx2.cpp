@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/gguf/quant.h"
