@@ -224,7 +224,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
     pool.parallel_for_chunks(
         panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
-          float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
+          float* scratch =
+              sized(thread_scratch().prefill, static_cast<size_t>(ks.q8_scratch_floats(w.cols)));
           ks.prefill_q8_panels(job, p0, p1, scratch);
         });
     return;

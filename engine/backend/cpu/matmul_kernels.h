@@ -83,6 +83,7 @@ struct KernelSet {
                   int64_t tile_end, const Q8Tiles& out) = nullptr;
   void (*prefill_q8_panels)(const PrefillQ8Job& job, int64_t panel_begin, int64_t panel_end,
                             float* scratch) = nullptr;
+  int64_t (*q8_scratch_floats)(int64_t cols) = nullptr;  // per thread, for prefill_q8_panels
 };
 
 const KernelSet& scalar_kernels();
