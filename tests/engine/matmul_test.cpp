@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/gguf/quant.h"
@@ -171,6 +172,82 @@ INSTANTIATE_TEST_SUITE_P(
                                          GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                        ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512)),
     param_name);
+
+class MatmulSharedInputTest : public ::testing::TestWithParam<CpuIsa> {};
+
+// The joint product must give each matrix's outputs bit for bit as its own matmul (speculative
+// verification relies on it): matrices of both activation block sizes (Q4_K and Q6_K: 256;
+// Q5_0 and Q4_0 with quads, Q8_0 without: 32) and of float weights, row counts that leave
+// partial groups of 16 rows, and pools whose ranges cross from one matrix into the next.
+TEST_P(MatmulSharedInputTest, MatchesSeparateProductsBitForBit) {
+  const CpuIsa isa = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  const int64_t cols = 512;
+  const std::pair<GgmlType, int64_t> shapes[] = {{GgmlType::Q4_K, 37}, {GgmlType::Q5_0, 21},
+                                                 {GgmlType::Q8_0, 50}, {GgmlType::F32, 9},
+                                                 {GgmlType::Q6_K, 16}, {GgmlType::Q4_0, 3}};
+  std::mt19937 rng(77 + static_cast<unsigned>(isa));
+  std::vector<std::vector<std::byte>> data;
+  std::vector<WeightMatrix> matrices;
+  for (const auto& [type, rows] : shapes) {
+    data.push_back(random_weights(type, rows, cols, rng));
+    matrices.push_back({type, rows, cols, data.back().data(), ggml_row_bytes(type, cols)});
+  }
+  // All of them, reordered, mixed triples and pairs as attention and feed-forward take (one
+  // matrix twice), and one alone.
+  const std::vector<std::vector<int>> sets = {
+      {0, 1, 2, 3, 4, 5}, {5, 3, 2, 0, 4, 1}, {2, 1, 1}, {4, 0}, {3}};
+
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (const auto& set : sets) {
+      for (int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " tokens " + std::to_string(n) +
+                     " matrices " + std::to_string(set.size()) + " first " +
+                     std::string(ggml_type_name(matrices[size_t(set[0])].type)));
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> x(n * cols);
+        for (auto& v : x) v = normal(rng);
+        x[5] = -30.0f;  // an outlier, as real activations have
+        std::vector<const WeightMatrix*> ws;
+        std::vector<std::vector<float>> expected, got;
+        for (int m : set) {
+          const WeightMatrix& w = matrices[size_t(m)];
+          ws.push_back(&w);
+          expected.emplace_back(n * w.rows);
+          got.emplace_back(n * w.rows, std::nanf(""));
+          matmul(w, x.data(), n, expected.back().data(), pool, isa);
+        }
+        std::vector<float*> ys;
+        for (auto& y : got) ys.push_back(y.data());
+        matmul_shared_input(ws, x.data(), n, ys, pool, isa);
+        for (size_t i = 0; i < set.size(); ++i)
+          ASSERT_EQ(std::memcmp(got[i].data(), expected[i].data(), got[i].size() * sizeof(float)),
+                    0)
+              << "matrix " << i << " (" << ggml_type_name(ws[i]->type) << ", " << ws[i]->rows
+              << " rows)";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulSharedInputTest,
+                         ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512),
+                         [](const ::testing::TestParamInfo<CpuIsa>& info) {
+                           return std::string(isa_name(info.param));
+                         });
+
+TEST(Matmul, SharedInputRejectsMismatchedShapes) {
+  ThreadPool pool(1);
+  std::vector<std::byte> raw(4096);
+  std::vector<float> x(64), y(8);
+  const WeightMatrix a{GgmlType::F32, 2, 32, raw.data(), 128};
+  const WeightMatrix b{GgmlType::F32, 2, 64, raw.data(), 256};
+  const WeightMatrix* ws[] = {&a, &b};
+  float* const ys[] = {y.data(), y.data() + 4};
+  EXPECT_THROW(matmul_shared_input(ws, x.data(), 1, ys, pool), std::invalid_argument);
+  EXPECT_THROW(matmul_shared_input(std::span(ws, 1), x.data(), 1, ys, pool), std::invalid_argument);
+}
 
 TEST(Matmul, DecodeOfQuantizedWeightsIsCloseInRelativeTerms) {
   // Rounding x to 8 bits per block of 256 normal values (max |x| about 3) errs by about

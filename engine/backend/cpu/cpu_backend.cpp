@@ -126,9 +126,11 @@ class CpuBackend final : public Backend {
       const LayerMatrices& lm = layers_[size_t(l)];
       for (int t = 0; t < n; ++t)
         norm(&x_[size_t(t) * E], lw.attn_norm, lw.attn_norm_b, &xb_[size_t(t) * E]);
-      cpu::matmul(lm.wq, xb_.data(), n, q_.data(), compute_);
-      cpu::matmul(lm.wk, xb_.data(), n, k_.data(), compute_);
-      cpu::matmul(lm.wv, xb_.data(), n, v_.data(), compute_);
+      {
+        const cpu::WeightMatrix* ws[] = {&lm.wq, &lm.wk, &lm.wv};
+        float* const ys[] = {q_.data(), k_.data(), v_.data()};
+        cpu::matmul_shared_input(ws, xb_.data(), n, ys, compute_);
+      }
       for (int t = 0; t < n; ++t) {
         float* q = &q_[size_t(t) * Q];
         float* k = &k_[size_t(t) * KV];
@@ -147,9 +149,14 @@ class CpuBackend final : public Backend {
 
       for (int t = 0; t < n; ++t)
         norm(&x_[size_t(t) * E], lw.ffn_norm, lw.ffn_norm_b, &xb_[size_t(t) * E]);
-      cpu::matmul(lm.w_up, xb_.data(), n, up_.data(), compute_);
+      {
+        const cpu::WeightMatrix* ws[] = {&lm.w_up, &lm.w_gate};
+        float* const ys[] = {up_.data(), gate_.data()};
+        const size_t count = c.ffn == FfnKind::Gelu ? 1 : 2;  // Gelu has no gate
+        cpu::matmul_shared_input(std::span(ws, count), xb_.data(), n, std::span(ys, count),
+                                 compute_);
+      }
       add_bias(up_.data(), lw.b_up, n);
-      if (c.ffn != FfnKind::Gelu) cpu::matmul(lm.w_gate, xb_.data(), n, gate_.data(), compute_);
       // Per token: with F not a multiple of the vector width, one call over all tokens would
       // put some of a token's values in the scalar tail, and its result would depend on the
       // batch (speculative verification must reproduce single steps bit for bit).

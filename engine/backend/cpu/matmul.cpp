@@ -60,13 +60,25 @@ void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n
 
 namespace {
 
-// Grows only; after the first calls of a forward pass no product allocates.
-struct Scratch {
+// Activations quantized for the decode kernels (see kernels::QuantizedActivations).
+struct ActivationScratch {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> sum16;
   std::vector<int8_t> quads;
   std::vector<float> dsum;
+};
+
+// A product of several matrices with one input quantizes it once per block size the matrices
+// want; the decode kernels have two (kQK8_0 and kQK_K).
+constexpr int kActivationBlockSizes = 2;
+
+// Grows only; after the first calls of a forward pass no product allocates.
+struct Scratch {
+  // [0] for 32-value blocks, [1] for 256-value blocks: the two sets never alias.
+  ActivationScratch act[kActivationBlockSizes];
+  std::vector<kernels::DecodeJob> jobs;  // matmul_shared_input: one per matrix
+  std::vector<int64_t> group_ends;       // and the end of its row groups in the joint range
   std::vector<float> prefill;
   std::vector<float> packed_x;
   std::vector<int32_t> q8_q;
@@ -90,9 +102,14 @@ T* sized(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
+// Which of Scratch::act activations quantized in blocks of `block` values go to.
+int activation_slot(int block) {
+  return block == kQK8_0 ? 0 : 1;
+}
+
 // Symmetric 8-bit quantization with one float scale per block and sums of 16 values.
 kernels::QuantizedActivations quantize_activations(const float* x, int64_t n_tokens, int64_t cols,
-                                                   int block, Scratch& s) {
+                                                   int block, ActivationScratch& s) {
   const int64_t n = n_tokens * cols;
   int8_t* q = sized(s.q, static_cast<size_t>(n));
   float* d = sized(s.d, static_cast<size_t>(n / block));
@@ -119,7 +136,8 @@ kernels::QuantizedActivations quantize_activations(const float* x, int64_t n_tok
 }
 
 // QuantizedActivations::quads and dsum for 32-value blocks (rows of `cols` values).
-void add_quads(kernels::QuantizedActivations& a, int64_t n_tokens, int64_t cols, Scratch& s) {
+void add_quads(kernels::QuantizedActivations& a, int64_t n_tokens, int64_t cols,
+               ActivationScratch& s) {
   const int64_t n = n_tokens * cols, nb = cols / kQK8_0;
   int8_t* quads = sized(s.quads, static_cast<size_t>(n));
   float* dsum = sized(s.dsum, static_cast<size_t>(n / kQK8_0));
@@ -151,6 +169,43 @@ const kernels::KernelSet& kernels_for(CpuIsa isa) {
   return kernels::scalar_kernels();
 }
 
+// Whether the decode kernels of `ks` read QuantizedActivations::quads for `w`, whose
+// activations come in blocks of `block` values.
+bool wants_quads(const WeightMatrix& w, int block, const kernels::KernelSet& ks) {
+  return block == kQK8_0 && w.type != GgmlType::Q8_0 && ks.quads;
+}
+
+// Decode splits a matrix into groups of 16 rows, which keep each thread's slice of y on its own
+// cache lines.
+constexpr int64_t kRowGroup = 16;
+
+int64_t row_groups(const WeightMatrix& w) {
+  return (w.rows + kRowGroup - 1) / kRowGroup;
+}
+
+// The decode job of y = w x. x is quantized for it in the block size it needs unless already
+// in xq (by block size: see activation_slot), so that matrices sharing x quantize it once; its
+// job gets the quads only if it wants them.
+kernels::DecodeJob decode_job(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                              const kernels::KernelSet& ks,
+                              kernels::QuantizedActivations (&xq)[kActivationBlockSizes],
+                              Scratch& s) {
+  kernels::DecodeJob job{&w, x, {}, n_tokens, y};
+  const int block = kernels::activation_block(w.type);
+  if (block == 0) return job;
+  const int slot = activation_slot(block);
+  kernels::QuantizedActivations& a = xq[slot];
+  if (a.block == 0) a = quantize_activations(x, n_tokens, w.cols, block, s.act[slot]);
+  const bool quads = wants_quads(w, block, ks);
+  if (quads && a.quads == nullptr) add_quads(a, n_tokens, w.cols, s.act[slot]);
+  job.xq = a;
+  if (!quads) {
+    job.xq.quads = nullptr;
+    job.xq.dsum = nullptr;
+  }
+  return job;
+}
+
 void validate(const WeightMatrix& w) {
   if (!matmul_supports(w.type))
     throw std::invalid_argument("matmul: weights of type " + std::string(ggml_type_name(w.type)) +
@@ -162,6 +217,14 @@ void validate(const WeightMatrix& w) {
                                 std::to_string(w.cols) + " " + std::string(ggml_type_name(w.type)) +
                                 " matrix must have whole blocks of " +
                                 std::to_string(traits.block_elems) + " values per row");
+}
+
+// The kernels of level `isa`; throws std::invalid_argument if this CPU lacks it.
+const kernels::KernelSet& supported_kernels(CpuIsa isa) {
+  if (!isa_supported(isa))
+    throw std::invalid_argument("matmul: kernel level " + std::string(isa_name(isa)) +
+                                " is not supported by this CPU (" + describe_cpu_features() + ")");
+  return kernels_for(isa);
 }
 
 }  // namespace
@@ -184,21 +247,12 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
             CpuIsa isa) {
   validate(w);
   if (n_tokens <= 0) return;
-  if (!isa_supported(isa))
-    throw std::invalid_argument("matmul: kernel level " + std::string(isa_name(isa)) +
-                                " is not supported by this CPU (" + describe_cpu_features() + ")");
-  const auto& ks = kernels_for(isa);
+  const auto& ks = supported_kernels(isa);
 
   if (n_tokens <= kMatmulDecodeMaxTokens) {
-    kernels::DecodeJob job{&w, x, {}, n_tokens, y};
-    if (const int block = kernels::activation_block(w.type); block != 0) {
-      job.xq = quantize_activations(x, n_tokens, w.cols, block, thread_scratch());
-      if (block == kQK8_0 && w.type != GgmlType::Q8_0 && ks.quads)
-        add_quads(job.xq, n_tokens, w.cols, thread_scratch());
-    }
-    // Groups of 16 rows keep each thread's slice of y on its own cache lines.
-    constexpr int64_t kRowGroup = 16;
-    const int64_t groups = (w.rows + kRowGroup - 1) / kRowGroup;
+    kernels::QuantizedActivations xq[kActivationBlockSizes];
+    const kernels::DecodeJob job = decode_job(w, x, n_tokens, y, ks, xq, thread_scratch());
+    const int64_t groups = row_groups(w);
     pool.parallel_for_chunks(
         groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
           ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
@@ -244,6 +298,61 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
       panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
         float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
         ks.prefill_panels(job, p0, p1, scratch);
+      });
+}
+
+void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, ThreadPool& pool) {
+  matmul_shared_input(ws, x, n_tokens, ys, pool, active_isa());
+}
+
+void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, ThreadPool& pool, CpuIsa isa) {
+  if (ws.size() != ys.size())
+    throw std::invalid_argument("matmul_shared_input: " + std::to_string(ws.size()) +
+                                " matrices but " + std::to_string(ys.size()) + " outputs");
+  for (const WeightMatrix* w : ws) {
+    validate(*w);
+    if (w->cols != ws[0]->cols)
+      throw std::invalid_argument("matmul_shared_input: matrices of " +
+                                  std::to_string(ws[0]->cols) + " and " + std::to_string(w->cols) +
+                                  " columns cannot share an input");
+  }
+  if (ws.empty() || n_tokens <= 0) return;
+  const auto& ks = supported_kernels(isa);
+
+  if (n_tokens > kMatmulDecodeMaxTokens) {
+    for (size_t i = 0; i < ws.size(); ++i) matmul(*ws[i], x, n_tokens, ys[i], pool, isa);
+    return;
+  }
+
+  // One decode job per matrix, as matmul would make it, x quantized once per block size. Each
+  // job is built whole by decode_job: GCC 12 at -O3 (loop distribution) miscompiled a loop that
+  // initialized a job and then overwrote its xq, leaving xq.d and xq.sum16 null.
+  Scratch& s = thread_scratch();
+  kernels::QuantizedActivations xq[kActivationBlockSizes];
+  s.jobs.resize(ws.size());
+  s.group_ends.resize(ws.size());
+  int64_t groups = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    s.jobs[i] = decode_job(*ws[i], x, n_tokens, ys[i], ks, xq, s);
+    groups += row_groups(*ws[i]);
+    s.group_ends[i] = groups;
+  }
+
+  // One parallel region over the row groups of all matrices, one after another; a range that
+  // spans matrices goes to each matrix's kernel in turn.
+  const std::vector<kernels::DecodeJob>& jobs = s.jobs;
+  const std::vector<int64_t>& ends = s.group_ends;
+  pool.parallel_for_chunks(
+      groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
+        auto i = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), g0) - ends.begin());
+        for (; g0 < g1; ++i) {
+          const int64_t first = i ? ends[i - 1] : 0, end = std::min(g1, ends[i]);
+          ks.decode_rows(jobs[i], (g0 - first) * kRowGroup,
+                         std::min(jobs[i].w->rows, (end - first) * kRowGroup));
+          g0 = end;
+        }
       });
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -45,6 +46,21 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 // benchmarks run every path on one machine.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             CpuIsa isa);
+
+// matmul(*ws[i], x, n_tokens, ys[i], pool) for every i, bit for bit, for matrices that share
+// their input x (all with the same column count): q, k and v of attention, up and gate of the
+// feed-forward. Decode quantizes x once per activation block size and splits the rows of all
+// the matrices over the pool in a single parallel region, rather than one per matrix, which
+// saves a fork and join each and balances small matrices better; prefill (more than
+// kMatmulDecodeMaxTokens tokens) calls matmul for each matrix. The ys must not overlap x or
+// one another. Throws std::invalid_argument as matmul does, when the spans differ in size or
+// when the column counts differ.
+void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, ThreadPool& pool);
+
+// The same with an explicit kernel level (which must be supported by this CPU).
+void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
+                         std::span<float* const> ys, ThreadPool& pool, CpuIsa isa);
 
 // Dequantizes each row and accumulates the dot products in double: the oracle of the tests.
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
