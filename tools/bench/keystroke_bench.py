@@ -3,7 +3,9 @@
 file is opened with the cursor in its middle, a new line is typed a few characters at a time,
 and after each step `ghostline serve` is asked for an inline completion that runs to its token
 limit (the deadline is raised so that every completion is whole). Prints, per keystroke,
-prompt and prefilled tokens, prefill ms, decode ms per token and the time to the completion.
+prompt and prefilled tokens, prefill ms, decode ms per token and the time to the completion,
+then the daemon's resident memory. `--max-tokens 12` times a completion of about the rest of
+the typed line (a single-line completion's first line).
 
   tools/bench/keystroke_bench.py build/release/ghostline --model M.gguf --file F.py -t 2
 
@@ -18,6 +20,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lsp_daemon import Daemon  # noqa: E402
+
+
+def daemon_rss_mib(pid):
+    """The daemon's resident and peak resident memory (Linux /proc), in MiB."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+        return {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def run(a, serve_args, label):
@@ -68,9 +80,13 @@ def run(a, serve_args, label):
             i, json.dumps(piece), s["promptTokens"], s.get("otherFilesTokens", 0), s["prefilledTokens"], s["prefillMs"],
             per_token, gen, total))
         sys.stdout.flush()
+    rss = daemon_rss_mib(d.p.pid)
     d.request("shutdown", None)
     d.notify("exit", None)
     d.p.wait(timeout=30)
+    if rss:
+        print("\ndaemon memory: RSS %.1f MiB, peak %.1f MiB; model file %.1f MiB" % (
+            rss["VmRSS"], rss["VmHWM"], os.path.getsize(a.model) / 2**20))
     typing = rows[1:]  # the first request fills the cache
     if typing:
         print("\nkeystrokes %d: prefilled per keystroke mean %.1f, max %d; time to the completion mean %.0f ms, "
