@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda_module.h"
 #include "engine/backend/cuda/cuda_kernels.cuh"
 #include "engine/gguf/quant.h"
 #include "engine/model/model.h"
@@ -429,9 +430,9 @@ class CudaBackend final : public Backend {
   PinnedBuffer h_tokens_, h_blocks_, h_logits_;
 };
 
-}  // namespace
-
-CudaStatus cuda_status() {
+// Named differently from the engine's cuda_status / make_cuda_backend (the loader's), which the
+// executable exports and which would otherwise take the place of these.
+CudaStatus device_status() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess)
@@ -444,11 +445,21 @@ CudaStatus cuda_status() {
                     " MiB)"};
 }
 
-std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool,
-                                           const BackendOptions& options) {
-  const CudaStatus status = cuda_status();
+std::unique_ptr<Backend> make_backend_on_device(const Model& model, KvBlockPool& pool,
+                                                const BackendOptions& options) {
+  const CudaStatus status = device_status();
   if (!status.available) throw BackendUnavailable(status.description);
   return std::make_unique<CudaBackend>(model, pool, options);
 }
 
+}  // namespace
+
 }  // namespace ghostline::engine
+
+extern "C" __attribute__((visibility("default"))) const ghostline::engine::CudaModuleApi*
+ghostline_cuda_module() {
+  static const ghostline::engine::CudaModuleApi api{ghostline::engine::kCudaModuleVersion,
+                                                    ghostline::engine::device_status,
+                                                    ghostline::engine::make_backend_on_device};
+  return &api;
+}

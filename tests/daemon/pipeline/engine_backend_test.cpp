@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +44,20 @@ TEST(EngineBackendTest, AutoAndCudaFollowTheDevice) {
       EXPECT_NE(std::string(e.what()).find(status.description), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(EngineBackendTest, WithoutAnNvidiaDriverNoCudaLibraryIsMapped) {
+  std::error_code ec;
+  if (std::filesystem::exists("/dev/nvidiactl", ec))
+    GTEST_SKIP() << "this machine has an NVIDIA driver";
+  // Asking is what a CPU run does at start (auto); cuBLAS alone would be over 100 MiB resident.
+  engine_backend(BackendChoice::Auto);
+  EXPECT_FALSE(engine::cuda_status().available);
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  for (const char* library : {"libcublas", "libcudart", "libghostline_cuda"})
+    EXPECT_EQ(text.str().find(library), std::string::npos) << library << " is mapped";
 }
 
 }  // namespace
