@@ -261,7 +261,10 @@ class CpuBackend final : public Backend {
     const int n_ctx = batch.start_pos + n;
     const int n_tiles = (n + kQueryTile - 1) / kQueryTile;
     const float scale = 1.0f / std::sqrt(float(d));
-    compute_.parallel_for(int64_t(n_tiles) * n_kv, [&](int64_t begin, int64_t end, int thread) {
+    // One task per claim: tiles differ in size (a batch of 24 tokens is a tile of 16 and one of
+    // 8), and the full ones come first, so threads taking tasks as they finish stay balanced.
+    const int64_t n_tasks = int64_t(n_tiles) * n_kv;
+    compute_.parallel_for_chunks(n_tasks, n_tasks, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
       s.rows.resize(size_t(kB) * d);
       s.keys_t.resize(size_t(cpu::kAttnRows) * d);
