@@ -81,10 +81,13 @@ struct Scratch {
   std::vector<int64_t> group_ends;       // and the end of its row groups in the joint range
   std::vector<float> prefill;
   std::vector<float> packed_x;
-  std::vector<int32_t> q8_q;
-  std::vector<float> q8_d;
-  std::vector<int32_t> q8_corr;
-  std::vector<float> q8_dsum;
+  // Activations packed for the int8 prefill: [0] for groups of 32 values, [1] for 16.
+  struct Q8Scratch {
+    std::vector<int32_t> q;
+    std::vector<float> d;
+    std::vector<int32_t> corr;
+    std::vector<float> dsum;
+  } q8[2];
 };
 
 Scratch& thread_scratch() {
@@ -219,6 +222,47 @@ void validate(const WeightMatrix& w) {
                                 std::to_string(traits.block_elems) + " values per row");
 }
 
+// Which of Scratch::q8 holds activations packed in groups of `group` values.
+int q8_slot(int group) {
+  return group == 32 ? 0 : 1;
+}
+
+// x quantized to bytes for the int8 prefill, in tiles of tokens and groups of `group` values,
+// into the thread's scratch for that group size (so that products sharing x pack it once).
+kernels::Q8Tiles pack_q8_tiles(const float* x, int64_t n_tokens, int64_t cols, int group,
+                               const kernels::KernelSet& ks, ThreadPool& pool) {
+  Scratch::Q8Scratch& s = thread_scratch().q8[q8_slot(group)];
+  const int64_t tiles = (n_tokens + ks.q8_tile_tokens - 1) / ks.q8_tile_tokens;
+  const auto tile_groups = static_cast<size_t>(tiles * ks.q8_tile_tokens * (cols / group));
+  kernels::Q8Tiles xq;
+  xq.q = sized(s.q, static_cast<size_t>(tiles * ks.q8_tile_tokens * (cols / 4)));
+  xq.d = sized(s.d, tile_groups);
+  xq.corr = sized(s.corr, tile_groups);
+  xq.dsum = sized(s.dsum, tile_groups);
+  xq.group = group;
+  pool.parallel_for(
+      tiles, [&](int64_t t0, int64_t t1, int) { ks.pack_q8(x, n_tokens, cols, t0, t1, xq); });
+  return xq;
+}
+
+// y = w x by integer dot products with x packed by pack_q8_tiles in w's group size.
+void prefill_q8(const WeightMatrix& w, const kernels::Q8Tiles& xq, int64_t n_tokens, float* y,
+                const kernels::KernelSet& ks, ThreadPool& pool) {
+  const kernels::PrefillQ8Job job{&w, xq, n_tokens, y};
+  const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
+  pool.parallel_for_chunks(
+      panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
+        float* scratch =
+            sized(thread_scratch().prefill, static_cast<size_t>(ks.q8_scratch_floats(w.cols)));
+        ks.prefill_q8_panels(job, p0, p1, scratch);
+      });
+}
+
+// The int8 prefill's group size for w at `ks` (0: the float path).
+int q8_group(const WeightMatrix& w, const kernels::KernelSet& ks) {
+  return ks.q8_group ? ks.q8_group(w.type) : 0;
+}
+
 // The kernels of level `isa`; throws std::invalid_argument if this CPU lacks it.
 const kernels::KernelSet& supported_kernels(CpuIsa isa) {
   if (!isa_supported(isa))
@@ -260,28 +304,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     return;
   }
 
-  if (const int group = ks.q8_group ? ks.q8_group(w.type) : 0; group != 0) {
-    // Quantize x to bytes once, in tiles of tokens, then take integer dot products.
-    Scratch& s = thread_scratch();
-    const int64_t tiles = (n_tokens + ks.q8_tile_tokens - 1) / ks.q8_tile_tokens;
-    const auto tile_groups = static_cast<size_t>(tiles * ks.q8_tile_tokens * (w.cols / group));
-    kernels::Q8Tiles xq;
-    xq.q = sized(s.q8_q, static_cast<size_t>(tiles * ks.q8_tile_tokens * (w.cols / 4)));
-    xq.d = sized(s.q8_d, tile_groups);
-    xq.corr = sized(s.q8_corr, tile_groups);
-    xq.dsum = sized(s.q8_dsum, tile_groups);
-    xq.group = group;
-    pool.parallel_for(tiles, [&](int64_t t0, int64_t t1, int) {
-      ks.pack_q8(x, n_tokens, w.cols, t0, t1, xq);
-    });
-    const kernels::PrefillQ8Job job{&w, xq, n_tokens, y};
-    const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
-    pool.parallel_for_chunks(
-        panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
-          float* scratch =
-              sized(thread_scratch().prefill, static_cast<size_t>(ks.q8_scratch_floats(w.cols)));
-          ks.prefill_q8_panels(job, p0, p1, scratch);
-        });
+  if (const int group = q8_group(w, ks); group != 0) {
+    prefill_q8(w, pack_q8_tiles(x, n_tokens, w.cols, group, ks, pool), n_tokens, y, ks, pool);
     return;
   }
 
@@ -322,7 +346,18 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
   const auto& ks = supported_kernels(isa);
 
   if (n_tokens > kMatmulDecodeMaxTokens) {
-    for (size_t i = 0; i < ws.size(); ++i) matmul(*ws[i], x, n_tokens, ys[i], pool, isa);
+    // x packed once per group size of the int8 prefill; other matrices go through matmul.
+    kernels::Q8Tiles packed[2];
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const int group = q8_group(*ws[i], ks);
+      if (group == 0) {
+        matmul(*ws[i], x, n_tokens, ys[i], pool, isa);
+        continue;
+      }
+      kernels::Q8Tiles& xq = packed[q8_slot(group)];
+      if (xq.group == 0) xq = pack_q8_tiles(x, n_tokens, ws[i]->cols, group, ks, pool);
+      prefill_q8(*ws[i], xq, n_tokens, ys[i], ks, pool);
+    }
     return;
   }
 
