@@ -330,9 +330,13 @@ int Server::run_listen(const ListenAddress& address) {
     boost::system::error_code ec;
     asio::local::stream_protocol::endpoint endpoint(address.path);
     local->open(endpoint.protocol());
+    // The socket file is made 0600 (only this user's editors may connect) by the mask in force
+    // when it is bound, so that no other user can connect before a chmod. The mask is the
+    // process's, but no other thread creates files while the daemon starts listening.
+    const mode_t mask = ::umask(0177);
     local->bind(endpoint, ec);
+    ::umask(mask);
     if (ec) throw std::runtime_error("cannot listen on " + address.path + ": " + ec.message());
-    ::chmod(address.path.c_str(), 0600);  // only this user's editors may connect
     local->listen();
     spdlog::info("listening on unix:{}", address.path);
     std::fprintf(stderr, "ghostline: listening on unix:%s\n", address.path.c_str());

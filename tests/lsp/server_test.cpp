@@ -13,6 +13,7 @@
 
 #include "lsp/client_connection.h"
 #include "lsp/protocol.h"
+#include "lsp/socket_client.h"
 
 namespace ghostline::lsp {
 namespace {
@@ -83,8 +84,19 @@ TEST(Server, SeveralSocketSessionsShareOneEngineThread) {
   const ListenAddress address{ListenAddress::Kind::Unix, {}, 0, path.string()};
   int code = -1;
   std::thread serving([&] { code = server.run_listen(address); });
-  for (int i = 0; i < 500 && !std::filesystem::exists(path); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(std::filesystem::exists(path));
+  // The path exists from the bind, a moment before the socket listens: wait for a connection.
+  auto listening = [&] {
+    const int fd = connect_to(address);
+    if (fd >= 0) ::close(fd);
+    return fd >= 0;
+  };
+  bool up = false;
+  for (int i = 0; i < 500 && !(up = listening()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!up) {
+    ::kill(::getpid(), SIGTERM);
+    serving.join();
+    FAIL() << "the server never listened on " << path;
+  }
   EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 
