@@ -172,10 +172,10 @@ const kernels::KernelSet& kernels_for(CpuIsa isa) {
   return kernels::scalar_kernels();
 }
 
-// Whether the decode kernels of `ks` read QuantizedActivations::quads for `w`, whose
-// activations come in blocks of `block` values.
+// Whether the decode kernels of `ks` read QuantizedActivations::quads or dsum for `w`, whose
+// activations come in blocks of `block` values (Q8_0's reads only dsum).
 bool wants_quads(const WeightMatrix& w, int block, const kernels::KernelSet& ks) {
-  return block == kQK8_0 && w.type != GgmlType::Q8_0 && ks.quads;
+  return block == kQK8_0 && ks.quads;
 }
 
 // Decode splits a matrix into groups of 16 rows, which keep each thread's slice of y on its own
