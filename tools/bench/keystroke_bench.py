@@ -4,8 +4,9 @@ file is opened with the cursor in its middle, a new line is typed a few characte
 and after each step `ghostline serve` is asked for an inline completion that runs to its token
 limit (the deadline is raised so that every completion is whole). Prints, per keystroke,
 prompt and prefilled tokens, prefill ms, decode ms per token and the time to the completion,
-then the daemon's resident memory. `--max-tokens 12` times a completion of about the rest of
-the typed line (a single-line completion's first line).
+then the daemon's resident memory. `--first-line` instead stops each completion after as many
+tokens as the rest of the typed line has, plus one for its end: the time to the first line of
+a single-line completion that is right.
 
   tools/bench/keystroke_bench.py build/release/ghostline --model M.gguf --file F.py -t 2
 
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -30,6 +32,13 @@ def daemon_rss_mib(pid):
         return {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
     except (OSError, KeyError, ValueError):
         return None
+
+
+def token_count(a, text):
+    """How many tokens the model's vocabulary makes of `text` (`ghostline tokenize`)."""
+    r = subprocess.run([a.binary, "tokenize", "--model", a.model], input=text.encode(), capture_output=True,
+                       check=True)
+    return len(r.stdout.split())
 
 
 def run(a, serve_args, label):
@@ -64,6 +73,10 @@ def run(a, serve_args, label):
                 {"range": {"start": {"line": line_no, "character": col}, "end": {"line": line_no, "character": col}},
                  "text": piece}]})
             col += len(piece.encode())
+        if a.first_line:
+            rest = typed[sum(len(p) for p in steps[:i]):]
+            d.notify("workspace/didChangeConfiguration",
+                     {"settings": {"ghostline": {"maxTokens": token_count(a, rest) + 1 if rest else 1}}})
         t0 = time.monotonic()
         r = d.request("textDocument/inlineCompletion", {"textDocument": {"uri": uri},
                                                         "position": {"line": line_no, "character": col},
@@ -107,6 +120,8 @@ def main():
     ap.add_argument("--chars", type=int, default=3, help="characters per step (default 3)")
     ap.add_argument("--steps", type=int, default=8, help="steps (default 8)")
     ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--first-line", action="store_true",
+                    help="stop each completion after the tokens of the rest of the typed line and one for its end")
     ap.add_argument("--deadline-ms", type=int, default=600000, help="raised so that completions run to the limit")
     ap.add_argument("--no-baseline", action="store_true", help="skip the run without the prefix cache")
     ap.add_argument("--other", action="append", default=[],
