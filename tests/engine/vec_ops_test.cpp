@@ -211,6 +211,44 @@ TEST_P(VecOpsTest, Fp16RowsMatchTheScalarConversionsExactly) {
   }
 }
 
+// The attention ops that read the KV pool's fp16 rows in place give what the float ones give
+// on the widened rows, bit for bit: keys transposed (zeros past the block's rows), values summed
+// in the same order.
+TEST_P(VecOpsTest, AttentionOnFp16RowsEqualsTheFloatOpsOnWidenedRows) {
+  for (int64_t d : {64, 40, 128}) {
+    const int64_t stride = 2 * d + 8;  // two KV heads and a little more: rows are not packed
+    std::vector<uint16_t> block(kAttnRows * stride);
+    const auto x = random(kAttnRows * stride, 4.0f);
+    ops().fp32_to_fp16(x.data(), kAttnRows * stride, block.data());
+    const uint16_t* head = block.data() + d;  // the second head
+    for (int64_t rows : {1, 7, 16}) {
+      std::vector<float> widened(rows * d);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < d; ++i) widened[r * d + i] = fp16_to_fp32(head[r * stride + i]);
+
+      std::vector<float> kt(d * kAttnRows, 99.0f);
+      ops().attn_keys_f16(head, stride, rows, d, kt.data());
+      for (int64_t i = 0; i < d; ++i)
+        for (int64_t r = 0; r < kAttnRows; ++r) {
+          const float want = r < rows ? widened[r * d + i] : 0.0f;
+          ASSERT_EQ(std::memcmp(&kt[i * kAttnRows + r], &want, 4), 0)
+              << "d " << d << " rows " << rows << " i " << i << " r " << r;
+        }
+
+      for (int64_t n_q : {1, 7, 9}) {
+        const int64_t w_stride = rows + 3, out_stride = d + 5;
+        const auto w = random(n_q * w_stride);
+        const auto start = random(n_q * out_stride);
+        auto want = start, got = start;
+        ops().attn_values(widened.data(), rows, d, w.data(), w_stride, n_q, want.data(), out_stride);
+        ops().attn_values_f16(head, stride, rows, d, w.data(), w_stride, n_q, got.data(), out_stride);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0)
+            << "d " << d << " rows " << rows << " queries " << n_q;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllPaths, VecOpsTest,
                          ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });

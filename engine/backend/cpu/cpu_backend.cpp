@@ -240,19 +240,19 @@ class CpuBackend final : public Backend {
     ops_.fp32_to_fp16(v, kv_.kv_dim(), vd);
   }
 
-  // Per-thread attention scratch: one block of K or V widened to float, and the scores of the
-  // queries of a tile.
+  // Per-thread attention scratch: one block of keys widened to float and transposed, and the
+  // scores of the queries of a tile.
   struct AttentionScratch {
-    std::vector<float> rows;
     std::vector<float> keys_t;  // a block of keys transposed: [d][kAttnRows]
     std::vector<float> scores;
   };
   static constexpr int kQueryTile = 16;
+  static constexpr int kPrefetchBlocks = 2;  // how far ahead attention asks for KV rows
 
   // Causal grouped-query attention. A task is one KV head and a tile of up to 16 query tokens:
-  // each K/V block is widened from F16 once and used by every query of the tile and every
-  // query head of the group (n_head / n_head_kv heads share a KV head), which the block
-  // operations take together. The query heads of a group are consecutive in q_ and att_, d
+  // each block of keys is widened from F16 and transposed once for every query of the tile and
+  // every query head of the group (n_head / n_head_kv heads share a KV head), and the values
+  // are widened as they are summed, for the query heads of a group together. The query heads of a group are consecutive in q_ and att_, d
   // apart; their scores rows are n_ctx apart.
   void attention(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
@@ -266,7 +266,6 @@ class CpuBackend final : public Backend {
     const int64_t n_tasks = int64_t(n_tiles) * n_kv;
     compute_.parallel_for_chunks(n_tasks, n_tasks, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
-      s.rows.resize(size_t(kB) * d);
       s.keys_t.resize(size_t(cpu::kAttnRows) * d);
       s.scores.resize(size_t(kQueryTile) * group * n_ctx);
       for (int64_t task = begin; task < end; ++task) {
@@ -279,13 +278,22 @@ class CpuBackend final : public Backend {
         auto query = [&](int t, int g) {
           return &q_[size_t(t) * c.q_dim() + (size_t(kvh) * group + size_t(g)) * d];
         };
+        // The pool's blocks are scattered and each holds every layer and head, which the
+        // hardware prefetchers do not follow: ask for this head's rows a few blocks ahead.
+        auto prefetch = [&](int b0, bool keys) {
+          const int ahead = b0 + kPrefetchBlocks * kB;
+          if (ahead >= n_pos_max) return;
+          const BlockId id = batch.blocks[size_t(ahead / kB)];
+          const uint16_t* rows = (keys ? kv_.keys(id, layer) : kv_.values(id, layer)) + size_t(kvh) * d;
+          for (int r = 0; r < std::min(kB, n_pos_max - ahead); ++r)
+            for (int i = 0; i < d; i += 32) __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i);
+        };
         // Scores q . k / sqrt(d) over the positions each query may see.
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
-          widen(kv_.keys(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
-          for (int r = 0; r < rows; ++r)
-            for (int i = 0; i < d; ++i)
-              s.keys_t[size_t(i) * cpu::kAttnRows + size_t(r)] = s.rows[size_t(r) * d + size_t(i)];
+          prefetch(b0, true);
+          ops_.attn_keys_f16(kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d,
+                             kv_.kv_dim(), rows, d, s.keys_t.data());
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
             ops_.attn_scores(s.keys_t.data(), visible, d, query(t, 0), d, group, scale,
@@ -299,22 +307,17 @@ class CpuBackend final : public Backend {
           for (int g = 0; g < group; ++g) std::fill_n(&att_[query(t, g) - q_.data()], d, 0.0f);
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
-          widen(kv_.values(batch.blocks[size_t(b0 / kB)], layer), kvh, rows, s.rows.data());
+          prefetch(b0, false);
+          const uint16_t* values =
+              kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d;
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
-            ops_.attn_values(s.rows.data(), visible, d, scores(t, 0) + b0, n_ctx, group,
-                             &att_[query(t, 0) - q_.data()], d);
+            ops_.attn_values_f16(values, kv_.kv_dim(), visible, d, scores(t, 0) + b0, n_ctx, group,
+                                 &att_[query(t, 0) - q_.data()], d);
           }
         }
       }
     });
-  }
-
-  // Rows [0, rows) of KV head `kvh` in a block's K or V, as float.
-  void widen(const uint16_t* block, int kvh, int rows, float* out) const {
-    const int d = model_.config().head_dim;
-    for (int r = 0; r < rows; ++r)
-      ops_.fp16_to_fp32(block + size_t(r) * kv_.kv_dim() + size_t(kvh) * d, d, out + size_t(r) * d);
   }
 
   const Model& model_;

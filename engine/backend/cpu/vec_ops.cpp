@@ -101,6 +101,26 @@ void attn_values_scalar(const float* v, int64_t rows, int64_t d, const float* w,
       axpy_scalar(w[g * w_stride + r], v + r * d, d, out + g * out_stride);
 }
 
+void attn_keys_f16_scalar(const uint16_t* k, int64_t k_stride, int64_t rows, int64_t d, float* kt) {
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t r = 0; r < kAttnRows; ++r)
+      kt[i * kAttnRows + r] = r < rows ? fp16_to_fp32(k[r * k_stride + i]) : 0.0f;
+}
+
+void attn_values_f16_scalar(const uint16_t* v, int64_t v_stride, int64_t rows, int64_t d,
+                            const float* w, int64_t w_stride, int64_t n_q, float* out,
+                            int64_t out_stride) {
+  constexpr int64_t kChunk = 64;
+  float row[kChunk];
+  for (int64_t g = 0; g < n_q; ++g)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < d; i += kChunk) {
+        const int64_t n = std::min(kChunk, d - i);
+        fp16_to_fp32_scalar(v + r * v_stride + i, n, row);
+        axpy_scalar(w[g * w_stride + r], row, n, out + g * out_stride + i);
+      }
+}
+
 }  // namespace
 
 const VecOps& vec_ops(CpuIsa isa) {
@@ -108,7 +128,8 @@ const VecOps& vec_ops(CpuIsa isa) {
                              add_scalar,          scale_scalar,      fp16_to_fp32_scalar,
                              fp32_to_fp16_scalar, dot_scalar,        axpy_scalar,
                              layernorm_scalar,    gelu_scalar,       gelu_mul_scalar,
-                             attn_scores_scalar,  attn_values_scalar};
+                             attn_scores_scalar,  attn_values_scalar,
+                             attn_keys_f16_scalar, attn_values_f16_scalar};
   switch (isa) {
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();

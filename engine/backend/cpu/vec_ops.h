@@ -53,6 +53,14 @@ struct VecOps {
   // for r = 0, 1, ... rows - 1 in turn (each a fused multiply-add, as axpy does), g < n_q.
   void (*attn_values)(const float* v, int64_t rows, int64_t d, const float* w, int64_t w_stride,
                       int64_t n_q, float* out, int64_t out_stride);
+  // The keys of one block as attn_scores takes them, widened from the KV pool's fp16 rows k_stride
+  // apart: kt[i * kAttnRows + r] = k[r * k_stride + i] for r < rows ≤ kAttnRows, i < d, and 0
+  // for the rows past `rows`.
+  void (*attn_keys_f16)(const uint16_t* k, int64_t k_stride, int64_t rows, int64_t d, float* kt);
+  // attn_values on values widened from fp16 rows v_stride apart; the same sums in the same order.
+  void (*attn_values_f16)(const uint16_t* v, int64_t v_stride, int64_t rows, int64_t d,
+                          const float* w, int64_t w_stride, int64_t n_q, float* out,
+                          int64_t out_stride);
 };
 
 // Rows of one block of keys for attn_scores (the KV pool's tokens per block).
