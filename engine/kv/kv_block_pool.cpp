@@ -1,7 +1,12 @@
 #include "engine/kv/kv_block_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 namespace ghostline::engine {
@@ -13,11 +18,30 @@ KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
   const size_t n_blocks = std::max<size_t>(1, byte_budget / block_bytes());
   if (n_blocks > static_cast<size_t>(INT32_MAX))
     throw std::invalid_argument("KvBlockPool: byte budget too large");
-  arena_.resize(n_blocks * (block_bytes() / sizeof(uint16_t)));
   refcount_.assign(n_blocks, 0);
   free_.reserve(n_blocks);
   // Lowest ids are handed out first, which keeps a fresh sequence's blocks contiguous.
   for (size_t i = n_blocks; i-- > 0;) free_.push_back(static_cast<BlockId>(i));
+  // The arena is mapped, not filled: pages become resident as blocks are first written, and
+  // fresh ones read as zeros. Attention reads one layer's rows of every block of a sequence,
+  // a few KiB each scattered over the arena: in 2 MiB pages (transparent huge pages, where the
+  // kernel allows them) they take a few TLB entries instead of one per block and layer.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t arena_bytes = n_blocks * block_bytes();
+  mapping_bytes_ = arena_bytes + kHugePage;
+  mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping_ == MAP_FAILED) {
+    mapping_ = nullptr;
+    throw std::runtime_error("KvBlockPool: cannot map " + std::to_string(arena_bytes >> 20) +
+                             " MiB for the KV cache: " + std::strerror(errno));
+  }
+  const auto start = (reinterpret_cast<uintptr_t>(mapping_) + kHugePage - 1) & ~(kHugePage - 1);
+  arena_ = reinterpret_cast<uint16_t*>(start);
+  ::madvise(arena_, arena_bytes, MADV_HUGEPAGE);  // advice: refused where THP is off
+}
+
+KvBlockPool::~KvBlockPool() {
+  if (mapping_) ::munmap(mapping_, mapping_bytes_);
 }
 
 void KvBlockPool::check(BlockId id) const {
@@ -60,7 +84,7 @@ int KvBlockPool::refcount(BlockId id) const {
 
 uint16_t* KvBlockPool::block_base(BlockId id) {
   check(id);
-  return arena_.data() + static_cast<size_t>(id) * (block_bytes() / sizeof(uint16_t));
+  return arena_ + static_cast<size_t>(id) * (block_bytes() / sizeof(uint16_t));
 }
 
 // Within a block: layer-major, keys then values, each kBlockTokens rows of kv_dim.

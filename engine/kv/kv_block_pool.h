@@ -48,6 +48,7 @@ class KvBlockPool {
   // kv_dim = n_head_kv * head_dim of the model. The arena holds budget / block_bytes() blocks
   // (at least one); it is allocated once, here.
   KvBlockPool(int n_layer, int kv_dim, size_t byte_budget);
+  ~KvBlockPool();
   KvBlockPool(const KvBlockPool&) = delete;
   KvBlockPool& operator=(const KvBlockPool&) = delete;
 
@@ -95,7 +96,9 @@ class KvBlockPool {
 
   int n_layer_;
   int kv_dim_;
-  std::vector<uint16_t> arena_;
+  uint16_t* arena_ = nullptr;  // within the mapping below, at a 2 MiB boundary
+  void* mapping_ = nullptr;
+  size_t mapping_bytes_ = 0;
   std::vector<int32_t> refcount_;
   std::vector<BlockId> free_;
   std::function<bool(int)> reclaim_;

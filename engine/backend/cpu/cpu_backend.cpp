@@ -286,12 +286,20 @@ class CpuBackend final : public Backend {
           const BlockId id = batch.blocks[size_t(ahead / kB)];
           const uint16_t* rows = (keys ? kv_.keys(id, layer) : kv_.values(id, layer)) + size_t(kvh) * d;
           for (int r = 0; r < std::min(kB, n_pos_max - ahead); ++r)
-            for (int i = 0; i < d; i += 32) __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i);
+            for (int i = 0; i < d; i += 32) {
+              if (keys)
+                __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i, 0, 3);
+              else
+                __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i, 0, 2);
+            }
         };
         // Scores q . k / sqrt(d) over the positions each query may see.
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
+          // The values too, for the pass after the softmax: this head's values of the whole
+          // context stay in L2 (1124 positions of 64 dimensions are 144 KiB).
           prefetch(b0, true);
+          prefetch(b0, false);
           ops_.attn_keys_f16(kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d,
                              kv_.kv_dim(), rows, d, s.keys_t.data());
           for (int t = t0; t < t1; ++t) {
@@ -307,7 +315,6 @@ class CpuBackend final : public Backend {
           for (int g = 0; g < group; ++g) std::fill_n(&att_[query(t, g) - q_.data()], d, 0.0f);
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
-          prefetch(b0, false);
           const uint16_t* values =
               kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d;
           for (int t = t0; t < t1; ++t) {
