@@ -169,20 +169,31 @@ struct TestCertificate {
   }
 };
 
-// A TCP port that nothing listens on (bound and released).
+// A TCP port that nothing listens on (bound and released), and that nothing else will be given.
 inline int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot find a free port");
+  // Below the ephemeral range: a port bind(0) or connect() may hand to another test's server or
+  // client (ctest runs tests in parallel) while this test expects nothing to listen there.
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  const int first = 10000;
+  if (low <= first + 100) throw std::runtime_error("no ports below the ephemeral range");
+  unsigned seed = static_cast<unsigned>(getpid()) * 2654435761u;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    seed = seed * 1103515245u + 12345u;
+    const int port = first + static_cast<int>(seed % static_cast<unsigned>(low - first));
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  throw std::runtime_error("cannot find a free port");
 }
 
 }  // namespace ghostline::test
