@@ -29,7 +29,8 @@ KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
   constexpr size_t kHugePage = size_t{2} << 20;
   const size_t arena_bytes = n_blocks * block_bytes();
   mapping_bytes_ = arena_bytes + kHugePage;
-  mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  mapping_ =
+      ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapping_ == MAP_FAILED) {
     mapping_ = nullptr;
     throw std::runtime_error("KvBlockPool: cannot map " + std::to_string(arena_bytes >> 20) +

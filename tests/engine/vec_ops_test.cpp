@@ -240,8 +240,10 @@ TEST_P(VecOpsTest, AttentionOnFp16RowsEqualsTheFloatOpsOnWidenedRows) {
         const auto w = random(n_q * w_stride);
         const auto start = random(n_q * out_stride);
         auto want = start, got = start;
-        ops().attn_values(widened.data(), rows, d, w.data(), w_stride, n_q, want.data(), out_stride);
-        ops().attn_values_f16(head, stride, rows, d, w.data(), w_stride, n_q, got.data(), out_stride);
+        ops().attn_values(widened.data(), rows, d, w.data(), w_stride, n_q, want.data(),
+                          out_stride);
+        ops().attn_values_f16(head, stride, rows, d, w.data(), w_stride, n_q, got.data(),
+                              out_stride);
         ASSERT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0)
             << "d " << d << " rows " << rows << " queries " << n_q;
       }

@@ -91,7 +91,8 @@ TEST(Server, SeveralSocketSessionsShareOneEngineThread) {
     return fd >= 0;
   };
   bool up = false;
-  for (int i = 0; i < 500 && !(up = listening()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && !(up = listening()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (!up) {
     ::kill(::getpid(), SIGTERM);
     serving.join();

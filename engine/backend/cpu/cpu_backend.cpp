@@ -252,8 +252,8 @@ class CpuBackend final : public Backend {
   // Causal grouped-query attention. A task is one KV head and a tile of up to 16 query tokens:
   // each block of keys is widened from F16 and transposed once for every query of the tile and
   // every query head of the group (n_head / n_head_kv heads share a KV head), and the values
-  // are widened as they are summed, for the query heads of a group together. The query heads of a group are consecutive in q_ and att_, d
-  // apart; their scores rows are n_ctx apart.
+  // are widened as they are summed, for the query heads of a group together. The query heads
+  // of a group are consecutive in q_ and att_, d apart; their scores rows are n_ctx apart.
   void attention(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
@@ -284,7 +284,8 @@ class CpuBackend final : public Backend {
           const int ahead = b0 + kPrefetchBlocks * kB;
           if (ahead >= n_pos_max) return;
           const BlockId id = batch.blocks[size_t(ahead / kB)];
-          const uint16_t* rows = (keys ? kv_.keys(id, layer) : kv_.values(id, layer)) + size_t(kvh) * d;
+          const uint16_t* rows =
+              (keys ? kv_.keys(id, layer) : kv_.values(id, layer)) + size_t(kvh) * d;
           for (int r = 0; r < std::min(kB, n_pos_max - ahead); ++r)
             for (int i = 0; i < d; i += 32) {
               if (keys)
@@ -296,8 +297,8 @@ class CpuBackend final : public Backend {
         // Scores q . k / sqrt(d) over the positions each query may see.
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
-          // The values too, for the pass after the softmax: this head's values of the whole
-          // context stay in L2 (1124 positions of 64 dimensions are 144 KiB).
+          // The values too, into L2, for the pass after the softmax (at a depth of a thousand
+          // positions, a head's values of 64 dimensions are 128 KiB).
           prefetch(b0, true);
           prefetch(b0, false);
           ops_.attn_keys_f16(kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d,

@@ -124,12 +124,11 @@ void attn_values_f16_scalar(const uint16_t* v, int64_t v_stride, int64_t rows, i
 }  // namespace
 
 const VecOps& vec_ops(CpuIsa isa) {
-  static const VecOps scalar{rmsnorm_scalar,      softmax_scalar,    silu_mul_scalar,
-                             add_scalar,          scale_scalar,      fp16_to_fp32_scalar,
-                             fp32_to_fp16_scalar, dot_scalar,        axpy_scalar,
-                             layernorm_scalar,    gelu_scalar,       gelu_mul_scalar,
-                             attn_scores_scalar,  attn_values_scalar,
-                             attn_keys_f16_scalar, attn_values_f16_scalar};
+  static const VecOps scalar{
+      rmsnorm_scalar,     softmax_scalar,      silu_mul_scalar,      add_scalar,
+      scale_scalar,       fp16_to_fp32_scalar, fp32_to_fp16_scalar,  dot_scalar,
+      axpy_scalar,        layernorm_scalar,    gelu_scalar,          gelu_mul_scalar,
+      attn_scores_scalar, attn_values_scalar,  attn_keys_f16_scalar, attn_values_f16_scalar};
   switch (isa) {
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();
