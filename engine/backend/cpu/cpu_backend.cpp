@@ -279,16 +279,16 @@ class CpuBackend final : public Backend {
           return &q_[size_t(t) * c.q_dim() + (size_t(kvh) * group + size_t(g)) * d];
         };
         // The pool's blocks are scattered and each holds every layer and head, which the
-        // hardware prefetchers do not follow: ask for this head's rows a few blocks ahead.
-        auto prefetch = [&](int b0, bool keys) {
-          const int ahead = b0 + kPrefetchBlocks * kB;
+        // hardware prefetchers do not follow: ask for this head's rows of the block at `ahead`
+        // (its keys or values) into L1 or into L2.
+        auto prefetch = [&](int ahead, bool keys, bool l1) {
           if (ahead >= n_pos_max) return;
           const BlockId id = batch.blocks[size_t(ahead / kB)];
           const uint16_t* rows =
               (keys ? kv_.keys(id, layer) : kv_.values(id, layer)) + size_t(kvh) * d;
           for (int r = 0; r < std::min(kB, n_pos_max - ahead); ++r)
             for (int i = 0; i < d; i += 32) {
-              if (keys)
+              if (l1)
                 __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i, 0, 3);
               else
                 __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i, 0, 2);
@@ -299,8 +299,8 @@ class CpuBackend final : public Backend {
           const int rows = std::min(kB, n_pos_max - b0);
           // The values too, into L2, for the pass after the softmax (at a depth of a thousand
           // positions, a head's values of 64 dimensions are 128 KiB).
-          prefetch(b0, true);
-          prefetch(b0, false);
+          prefetch(b0 + kPrefetchBlocks * kB, true, true);
+          prefetch(b0 + kPrefetchBlocks * kB, false, false);
           ops_.attn_keys_f16(kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d,
                              kv_.kv_dim(), rows, d, s.keys_t.data());
           for (int t = t0; t < t1; ++t) {
@@ -316,6 +316,7 @@ class CpuBackend final : public Backend {
           for (int g = 0; g < group; ++g) std::fill_n(&att_[query(t, g) - q_.data()], d, 0.0f);
         for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
           const int rows = std::min(kB, n_pos_max - b0);
+          prefetch(b0 + kB, false, true);  // the next block's values, from L2 into L1
           const uint16_t* values =
               kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d;
           for (int t = t0; t < t1; ++t) {
