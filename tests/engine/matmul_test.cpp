@@ -158,6 +158,37 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
   }
 }
 
+// A row's result must not depend on the rows computed beside it (decode kernels take rows in
+// groups, and range boundaries move with the thread count): each row of a matrix, taken as a
+// matrix of its own, gives bit for bit what the whole product gave it.
+TEST_P(MatmulTest, EachRowGivesWhatItGivesAlone) {
+  const auto [type, isa] = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  const int64_t cols = ggml_type_traits(type).block_elems == kQK_K ? 512 : 160;
+  const int64_t rows = 23;
+  std::mt19937 rng(static_cast<unsigned>(type) * 17 + static_cast<unsigned>(isa));
+  const auto data = random_weights(type, rows, cols, rng);
+  const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+  ThreadPool pool(2);
+  for (int64_t n : {1, 3}) {
+    SCOPED_TRACE("tokens " + std::to_string(n));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(n * cols);
+    for (auto& v : x) v = normal(rng);
+    std::vector<float> y(n * rows);
+    matmul(w, x.data(), n, y.data(), pool, isa);
+    for (int64_t r = 0; r < rows; ++r) {
+      const WeightMatrix one{type, 1, cols, data.data() + r * w.row_bytes, w.row_bytes};
+      std::vector<float> alone(n);
+      matmul(one, x.data(), n, alone.data(), pool, isa);
+      for (int64_t t = 0; t < n; ++t)
+        ASSERT_EQ(std::memcmp(&alone[t], &y[t * rows + r], sizeof(float)), 0)
+            << "row " << r << " token " << t << ": " << alone[t] << " alone, " << y[t * rows + r]
+            << " in the matrix";
+    }
+  }
+}
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(ggml_type_name(std::get<0>(info.param))) + "_" +
          std::string(isa_name(std::get<1>(info.param)));
