@@ -25,7 +25,10 @@ struct ForwardBatch {
   std::span<const int32_t> tokens;
   int start_pos = 0;
   std::span<const BlockId> blocks;
-  // Logits are wanted for the last `n_logits` tokens of the batch (0..tokens.size()).
+  // Logits are wanted for the last `n_logits` tokens of the batch (0..tokens.size()). Logits of
+  // more than one token are those single steps would give, bit for bit, up to
+  // VerifyCost::max_tokens tokens; a batch that wants at most one may be computed otherwise
+  // (a prompt's tokens together, which is faster).
   int n_logits = 1;
   // Checked between layers, so that a large prefill batch stops soon after a cancel.
   const std::atomic<bool>* cancel = nullptr;

@@ -120,17 +120,25 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
     for (int64_t r = 0; r < rows; ++r)
       dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
 
-    for (int64_t n : {1, 2, 3, 5, 8, 17, 64}) {
-      SCOPED_TRACE("rows " + std::to_string(rows) + " tokens " + std::to_string(n));
+    // Token counts, and those the decode path would take as single steps again as a batch.
+    std::vector<std::pair<int64_t, Tokens>> cases;
+    for (int64_t n : {1, 2, 3, 5, 6, 8, 17, 64}) {
+      cases.emplace_back(n, Tokens::kSteps);
+      if (n >= kMatmulBatchMinTokens && n <= kMatmulDecodeMaxTokens)
+        cases.emplace_back(n, Tokens::kBatch);
+    }
+    for (const auto& [n, mode] : cases) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " tokens " + std::to_string(n) +
+                   (mode == Tokens::kBatch ? " as a batch" : ""));
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> x(n * cols);
       for (auto& v : x) v = normal(rng);
       x[3] = 40.0f;  // an outlier, as real activations have
       std::vector<float> y(n * rows, std::nanf("")), expected(n * rows);
-      matmul(w, x.data(), n, y.data(), pool, isa);
+      matmul(w, x.data(), n, y.data(), pool, isa, mode);
       matmul_reference(w, x.data(), n, expected.data());
 
-      const bool quantized = matmul_quantizes_activations(type, n, isa);
+      const bool quantized = matmul_quantizes_activations(type, n, isa, mode);
       int failures = 0;
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t r = 0; r < rows; ++r) {

@@ -73,8 +73,8 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
   int threads() const override { return threads_; }
-  // Up to kMatmulDecodeMaxTokens tokens go through the decode kernels, which compute each token
-  // alone. Each extra token costs about 0.45 of a step, measured on the shipped pair with 2
+  // A batch that asks for the logits of up to kMatmulDecodeMaxTokens tokens goes through the
+  // decode kernels, which compute each token alone. Each extra token costs about 0.45 of a step, measured on the shipped pair with 2
   // threads (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): a model small
   // enough to stay in cache is bound by compute; bandwidth-bound models pay less.
   VerifyCost verify_cost() const override {
@@ -111,6 +111,9 @@ class CpuBackend final : public Backend {
     const ModelWeights& w = model_.weights();
     const int n = static_cast<int>(batch.tokens.size());
     const int E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff;
+    // Logits of several tokens are asked for to compare each with what a single step gives
+    // (speculative verification); a prompt's tokens may be computed together.
+    const cpu::Tokens mode = batch.n_logits > 1 ? cpu::Tokens::kSteps : cpu::Tokens::kBatch;
 
     const size_t embd_row_bytes = ggml_row_bytes(w.token_embd->type, E);
     for (int t = 0; t < n; ++t)
@@ -129,7 +132,7 @@ class CpuBackend final : public Backend {
       {
         const cpu::WeightMatrix* ws[] = {&lm.wq, &lm.wk, &lm.wv};
         float* const ys[] = {q_.data(), k_.data(), v_.data()};
-        cpu::matmul_shared_input(ws, xb_.data(), n, ys, compute_);
+        cpu::matmul_shared_input(ws, xb_.data(), n, ys, compute_, mode);
       }
       for (int t = 0; t < n; ++t) {
         float* q = &q_[size_t(t) * Q];
@@ -143,7 +146,7 @@ class CpuBackend final : public Backend {
         store_kv(batch, l, batch.start_pos + t, k, v);
       }
       attention(batch, l);
-      cpu::matmul(lm.wo, att_.data(), n, proj_.data(), compute_);
+      cpu::matmul(lm.wo, att_.data(), n, proj_.data(), compute_, mode);
       add_bias(proj_.data(), lw.bo, n);
       ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
 
@@ -154,7 +157,7 @@ class CpuBackend final : public Backend {
         float* const ys[] = {up_.data(), gate_.data()};
         const size_t count = c.ffn == FfnKind::Gelu ? 1 : 2;  // Gelu has no gate
         cpu::matmul_shared_input(std::span(ws, count), xb_.data(), n, std::span(ys, count),
-                                 compute_);
+                                 compute_, mode);
       }
       add_bias(up_.data(), lw.b_up, n);
       // Per token: with F not a multiple of the vector width, one call over all tokens would
@@ -174,7 +177,7 @@ class CpuBackend final : public Backend {
             break;
         }
       }
-      cpu::matmul(lm.w_down, up_.data(), n, proj_.data(), compute_);
+      cpu::matmul(lm.w_down, up_.data(), n, proj_.data(), compute_, mode);
       add_bias(proj_.data(), lw.b_down, n);
       ops_.add(x_.data(), proj_.data(), int64_t(n) * E, x_.data());
     }
@@ -183,7 +186,7 @@ class CpuBackend final : public Backend {
     const int first = n - batch.n_logits;
     for (int t = 0; t < batch.n_logits; ++t)
       norm(&x_[size_t(first + t) * E], w.output_norm, w.output_norm_b, &xb_[size_t(t) * E]);
-    cpu::matmul(output_, xb_.data(), batch.n_logits, logits.data(), compute_);
+    cpu::matmul(output_, xb_.data(), batch.n_logits, logits.data(), compute_, mode);
     return true;
   }
 

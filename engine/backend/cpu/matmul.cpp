@@ -271,29 +271,36 @@ const kernels::KernelSet& supported_kernels(CpuIsa isa) {
   return kernels_for(isa);
 }
 
+// Whether a product of n_tokens takes the decode kernels.
+bool decode_path(int64_t n_tokens, Tokens tokens) {
+  return n_tokens <= kMatmulDecodeMaxTokens &&
+         (tokens == Tokens::kSteps || n_tokens < kMatmulBatchMinTokens);
+}
+
 }  // namespace
 
 bool matmul_supports(GgmlType type) {
   return can_dequantize(type);
 }
 
-bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa) {
-  if (n_tokens <= kMatmulDecodeMaxTokens) return kernels::activation_block(type) != 0;
+bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa, Tokens tokens) {
+  if (decode_path(n_tokens, tokens)) return kernels::activation_block(type) != 0;
   const auto& ks = kernels_for(isa);
   return ks.q8_group != nullptr && ks.q8_group(type) != 0;
 }
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  matmul(w, x, n_tokens, y, pool, active_isa());
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            Tokens tokens) {
+  matmul(w, x, n_tokens, y, pool, active_isa(), tokens);
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            CpuIsa isa) {
+            CpuIsa isa, Tokens tokens) {
   validate(w);
   if (n_tokens <= 0) return;
   const auto& ks = supported_kernels(isa);
 
-  if (n_tokens <= kMatmulDecodeMaxTokens) {
+  if (decode_path(n_tokens, tokens)) {
     kernels::QuantizedActivations xq[kActivationBlockSizes];
     const kernels::DecodeJob job = decode_job(w, x, n_tokens, y, ks, xq, thread_scratch());
     const int64_t groups = row_groups(w);
@@ -326,12 +333,13 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 }
 
 void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
-                         std::span<float* const> ys, ThreadPool& pool) {
-  matmul_shared_input(ws, x, n_tokens, ys, pool, active_isa());
+                         std::span<float* const> ys, ThreadPool& pool, Tokens tokens) {
+  matmul_shared_input(ws, x, n_tokens, ys, pool, active_isa(), tokens);
 }
 
 void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
-                         std::span<float* const> ys, ThreadPool& pool, CpuIsa isa) {
+                         std::span<float* const> ys, ThreadPool& pool, CpuIsa isa,
+                         Tokens tokens) {
   if (ws.size() != ys.size())
     throw std::invalid_argument("matmul_shared_input: " + std::to_string(ws.size()) +
                                 " matrices but " + std::to_string(ys.size()) + " outputs");
@@ -345,13 +353,13 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
   if (ws.empty() || n_tokens <= 0) return;
   const auto& ks = supported_kernels(isa);
 
-  if (n_tokens > kMatmulDecodeMaxTokens) {
+  if (!decode_path(n_tokens, tokens)) {
     // x packed once per group size of the int8 prefill; other matrices go through matmul.
     kernels::Q8Tiles packed[2];
     for (size_t i = 0; i < ws.size(); ++i) {
       const int group = q8_group(*ws[i], ks);
       if (group == 0) {
-        matmul(*ws[i], x, n_tokens, ys[i], pool, isa);
+        matmul(*ws[i], x, n_tokens, ys[i], pool, isa, tokens);
         continue;
       }
       kernels::Q8Tiles& xq = packed[q8_slot(group)];

@@ -32,35 +32,47 @@ bool matmul_supports(GgmlType type);
 // activations for quantized weights); beyond it, the tiled prefill path.
 inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 
+// Whether the tokens of a product must each come out as they would alone (kSteps: speculative
+// verification compares them with single steps, and the decode kernels guarantee it) or may be
+// computed together (kBatch: the tokens of a prompt). A batch of kMatmulBatchMinTokens tokens
+// or more takes the prefill path, which reads each weight once for all its tokens: from about
+// this many tokens on it is faster than the decode path, which computes each token apart.
+enum class Tokens { kSteps, kBatch };
+inline constexpr int64_t kMatmulBatchMinTokens = 6;
+
 // Whether a product of `n_tokens` tokens with weights of `type` at kernel level `isa` rounds the
 // activations to 8 bits per block of values (integer dot products) rather than using them as
 // floats: decode of quantized weights, and prefill where the level has VNNI.
-bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa);
+bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa,
+                                  Tokens tokens = Tokens::kSteps);
 
 // y[t * w.rows + r] = dot(row r of w, x[t * w.cols ...]) for t in [0, n_tokens).
 // x and y must not overlap. Throws std::invalid_argument for an unsupported type or a column
 // count that is not a whole number of blocks.
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            Tokens tokens = Tokens::kSteps);
 
 // The same with an explicit kernel level (which must be supported by this CPU): lets tests and
 // benchmarks run every path on one machine.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            CpuIsa isa);
+            CpuIsa isa, Tokens tokens = Tokens::kSteps);
 
 // matmul(*ws[i], x, n_tokens, ys[i], pool) for every i, bit for bit, for matrices that share
 // their input x (all with the same column count): q, k and v of attention, up and gate of the
 // feed-forward. Decode quantizes x once per activation block size and splits the rows of all
 // the matrices over the pool in a single parallel region, rather than one per matrix, which
-// saves a fork and join each and balances small matrices better; prefill (more than
-// kMatmulDecodeMaxTokens tokens) calls matmul for each matrix. The ys must not overlap x or
+// saves a fork and join each and balances small matrices better; prefill calls matmul for each
+// matrix. The ys must not overlap x or
 // one another. Throws std::invalid_argument as matmul does, when the spans differ in size or
 // when the column counts differ.
 void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
-                         std::span<float* const> ys, ThreadPool& pool);
+                         std::span<float* const> ys, ThreadPool& pool,
+                         Tokens tokens = Tokens::kSteps);
 
 // The same with an explicit kernel level (which must be supported by this CPU).
 void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
-                         std::span<float* const> ys, ThreadPool& pool, CpuIsa isa);
+                         std::span<float* const> ys, ThreadPool& pool, CpuIsa isa,
+                         Tokens tokens = Tokens::kSteps);
 
 // Dequantizes each row and accumulates the dot products in double: the oracle of the tests.
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
