@@ -74,9 +74,10 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   int threads() const override { return threads_; }
   // A batch that asks for the logits of up to kMatmulDecodeMaxTokens tokens goes through the
-  // decode kernels, which compute each token alone. Each extra token costs about 0.45 of a step, measured on the shipped pair with 2
-  // threads (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): a model small
-  // enough to stay in cache is bound by compute; bandwidth-bound models pay less.
+  // decode kernels, which compute each token alone. Each extra token costs about 0.45 of a
+  // step, measured on the shipped pair with 2 threads (BM_SpeculativeForwardCost in
+  // tests/engine/speculative_bench.cpp): a model small enough to stay in cache is bound by
+  // compute; bandwidth-bound models pay less.
   VerifyCost verify_cost() const override {
     return {.max_tokens = static_cast<int>(cpu::kMatmulDecodeMaxTokens), .per_token = 0.45};
   }

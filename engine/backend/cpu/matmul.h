@@ -62,9 +62,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 // feed-forward. Decode quantizes x once per activation block size and splits the rows of all
 // the matrices over the pool in a single parallel region, rather than one per matrix, which
 // saves a fork and join each and balances small matrices better; prefill calls matmul for each
-// matrix. The ys must not overlap x or
-// one another. Throws std::invalid_argument as matmul does, when the spans differ in size or
-// when the column counts differ.
+// matrix. The ys must not overlap x or one another. Throws std::invalid_argument as matmul
+// does, when the spans differ in size or when the column counts differ.
 void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
                          std::span<float* const> ys, ThreadPool& pool,
                          Tokens tokens = Tokens::kSteps);
