@@ -139,10 +139,13 @@ def main():
              f"{', '.join(ev['draft']['tensor_types'])} | {ev['draft']['file_bytes']:,} |\n")
     L.append(f"- Target: {arch(t)}.")
     L.append(f"- Draft: {arch(d)}. Same vocabulary as the target.")
-    draft_note = ("the draft is F16 (its FFN width is not a multiple of 32)" if d["ffn_dim"] % 32
-                  else "the draft is F16")
+    def matrix_types(model):
+        return ", ".join(x for x in model["tensor_types"] if x != "F32") or "F32"
+    draft_types = matrix_types(ev["draft"])
+    if draft_types == "F16" and d["ffn_dim"] % 32:
+        draft_types += " (its FFN width is not a multiple of 32)"
     L.append(f"- GGUF v3, `general.architecture` = `llama`; norms are F32. The target's matrices are "
-             f"Q8_0; {draft_note}.\n")
+             f"{matrix_types(ev['target'])}; the draft's are {draft_types}.\n")
     L.append("## Tokenizer and prompt format\n")
     L.append("Byte-level BPE, 8192 tokens (256 bytes, 7929 merges, 7 specials), trained by "
              "`tools/train/tokenizer.py` on a 16 MB language-balanced sample of the first corpus's training "
