@@ -166,6 +166,43 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
   }
 }
 
+// With activations that 8-bit quantization keeps exactly (integers up to 127 in magnitude, 127
+// in every group of 16, so every block's scale is 1), every path must give the reference up to
+// float rounding: an error in how a kernel unpacks weights (an offset off by one) is far below
+// the quantization bound of MatchesReferenceForEveryTokenCount but not below this one.
+TEST_P(MatmulTest, ExactOnActivationsThatQuantizeExactly) {
+  const auto [type, isa] = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  const int64_t cols = ggml_type_traits(type).block_elems == kQK_K ? 512 : 352;
+  const int64_t rows = 37;
+  std::mt19937 rng(static_cast<unsigned>(type) * 13 + static_cast<unsigned>(isa));
+  const auto data = random_weights(type, rows, cols, rng);
+  const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+  std::vector<float> wf(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+  ThreadPool pool(2);
+  std::uniform_int_distribution<int> value(-127, 127);
+  for (const auto& [n, mode] : std::vector<std::pair<int64_t, Tokens>>{
+           {1, Tokens::kSteps}, {8, Tokens::kSteps}, {8, Tokens::kBatch}, {33, Tokens::kSteps}}) {
+    SCOPED_TRACE("tokens " + std::to_string(n) + (mode == Tokens::kBatch ? " as a batch" : ""));
+    std::vector<float> x(n * cols);
+    for (int64_t k = 0; k < n * cols; ++k)
+      x[k] = k % 16 == 0 ? 127.0f * (value(rng) < 0 ? -1.0f : 1.0f) : float(value(rng));
+    std::vector<float> y(n * rows), expected(n * rows);
+    matmul(w, x.data(), n, y.data(), pool, isa, mode);
+    matmul_reference(w, x.data(), n, expected.data());
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = 0; r < rows; ++r) {
+        double abs_sum = 0.0;
+        for (int64_t k = 0; k < cols; ++k)
+          abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
+        ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
+            << "token " << t << " row " << r;
+      }
+  }
+}
+
 // A row's result must not depend on the rows computed beside it (decode kernels take rows in
 // groups, and range boundaries move with the thread count): each row of a matrix, taken as a
 // matrix of its own, gives bit for bit what the whole product gave it.
