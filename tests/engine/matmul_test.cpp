@@ -120,7 +120,7 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
     for (int64_t r = 0; r < rows; ++r)
       dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
 
-    // Token counts, and those the decode path would take as single steps again as a batch.
+    // Each token count, and again as a batch where that changes the path.
     std::vector<std::pair<int64_t, Tokens>> cases;
     for (int64_t n : {1, 2, 3, 5, 6, 8, 17, 64}) {
       cases.emplace_back(n, Tokens::kSteps);
