@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <list>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -206,11 +208,22 @@ struct Server::Impl {
   std::unordered_map<int, std::shared_ptr<void>> connections;
   int next_session = 1;
 
+  static constexpr std::chrono::milliseconds kAcceptRetry{100};
+
   template <typename Acceptor, typename Socket>
   void accept(Acceptor& acceptor) {
     acceptor.async_accept([this, &acceptor](boost::system::error_code ec, Socket socket) {
       if (ec) {
-        if (ec != asio::error::operation_aborted) spdlog::error("accept failed: {}", ec.message());
+        if (ec == asio::error::operation_aborted) return;  // the acceptor closed: stopping
+        // Out of file descriptors, or a connection aborted before it was taken: editors that
+        // connect later must still be served, so accept again, after a pause that lets
+        // sessions end and give their descriptors back.
+        spdlog::error("accept failed: {}; accepting again in {} ms", ec.message(),
+                      kAcceptRetry.count());
+        auto timer = std::make_shared<asio::steady_timer>(io, kAcceptRetry);
+        timer->async_wait([this, &acceptor, timer](boost::system::error_code wait_ec) {
+          if (!wait_ec) accept<Acceptor, Socket>(acceptor);
+        });
         return;
       }
       int id = next_session++;

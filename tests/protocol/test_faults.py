@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Faults around one daemon on a unix socket: a client killed in the middle of a request, a
-client that never reads its replies, a full disk under the log and the record, a KV budget too
-small for the prompt and its completion, the model file replaced or truncated while mapped,
-SIGTERM while a completion runs. Each leaves the daemon serving its other clients, or ends it
+client that never reads its replies, more clients than file descriptors, a full disk under the
+log and the record, a KV budget too small for the prompt and its completion, the model file
+replaced or truncated while mapped, SIGTERM while a completion runs. Each leaves the daemon serving its other clients, or ends it
 with a clear message; nothing hangs."""
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -76,6 +77,33 @@ def test_client_that_never_reads_is_disconnected():
             time.sleep(0.1)
         assert_serves(address)
         slow.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+
+
+def test_out_of_descriptors_then_accepting_again():
+    # With few file descriptors, clients beyond them cannot be accepted. Once they leave, the
+    # daemon must take new clients again: it used to stop accepting for good after one failure.
+    def few_descriptors():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    proc, address, log = start_daemon("--listen", "unix:" + os.path.join(TMP, "fd%d.sock" % time.monotonic_ns()),
+                                      preexec_fn=few_descriptors)
+    try:
+        crowd = []
+        deadline = time.monotonic() + 30
+        while "accept failed" not in open(log).read():
+            assert time.monotonic() < deadline, "no accept failed with 64 descriptors: " + open(log).read()[-2000:]
+            for _ in range(10):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(address[5:])
+                crowd.append(s)
+            time.sleep(0.05)
+        for s in crowd:
+            s.close()
+        assert_serves(address)
+        assert proc.poll() is None, "daemon died"
     finally:
         proc.terminate()
         assert proc.wait(10) == 0

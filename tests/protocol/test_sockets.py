@@ -19,10 +19,11 @@ BINARY = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="ghostline-sockets-")
 
 
-def start_daemon(*args):
+def start_daemon(*args, preexec_fn=None):
     log = os.path.join(TMP, "daemon-%d.log" % time.monotonic_ns())
     proc = subprocess.Popen([BINARY, "serve", "--scripted-completer", "0"] + list(args),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "wb"),
+                            preexec_fn=preexec_fn)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         m = re.search(r"listening on (tcp:[^\s]+|unix:[^\s]+)", open(log).read())
