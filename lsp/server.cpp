@@ -11,7 +11,6 @@
 #include <cstring>
 #include <deque>
 #include <list>
-#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -208,7 +207,10 @@ struct Server::Impl {
   std::unordered_map<int, std::shared_ptr<void>> connections;
   int next_session = 1;
 
+  // After a failed accept, the next one waits this long (see accept). One acceptor listens at a
+  // time, so one timer serves it.
   static constexpr std::chrono::milliseconds kAcceptRetry{100};
+  asio::steady_timer accept_retry{io};
 
   template <typename Acceptor, typename Socket>
   void accept(Acceptor& acceptor) {
@@ -220,8 +222,8 @@ struct Server::Impl {
         // sessions end and give their descriptors back.
         spdlog::error("accept failed: {}; accepting again in {} ms", ec.message(),
                       kAcceptRetry.count());
-        auto timer = std::make_shared<asio::steady_timer>(io, kAcceptRetry);
-        timer->async_wait([this, &acceptor, timer](boost::system::error_code wait_ec) {
+        accept_retry.expires_after(kAcceptRetry);
+        accept_retry.async_wait([this, &acceptor](boost::system::error_code wait_ec) {
           if (!wait_ec) accept<Acceptor, Socket>(acceptor);
         });
         return;

@@ -85,6 +85,12 @@ def test_client_that_never_reads_is_disconnected():
 def test_out_of_descriptors_then_accepting_again():
     # With few file descriptors, clients beyond them cannot be accepted. Once they leave, the
     # daemon must take new clients again: it used to stop accepting for good after one failure.
+    # The sanitizers' runtime checks open pipes and files of their own, and fail falsely when the
+    # descriptors are all taken: this fault is for the plain build.
+    if "libubsan" in subprocess.run(["ldd", BINARY], capture_output=True, text=True).stdout:
+        print("     (skipped: a sanitizer build)")
+        return
+
     def few_descriptors():
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
