@@ -2,8 +2,8 @@
 """Faults around one daemon on a unix socket: a client killed in the middle of a request, a
 client that never reads its replies, more clients than file descriptors, a full disk under the
 log and the record, a KV budget too small for the prompt and its completion, the model file
-replaced or truncated while mapped, SIGTERM while a completion runs. Each leaves the daemon serving its other clients, or ends it
-with a clear message; nothing hangs."""
+replaced or truncated while mapped, SIGTERM while a completion runs. Each leaves the daemon
+serving its other clients, or ends it with a clear message; nothing hangs."""
 import os
 import resource
 import shutil
