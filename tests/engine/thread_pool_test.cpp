@@ -119,5 +119,89 @@ TEST(ThreadPool, RethrowsAnExceptionFromAWorkerAndStaysUsable) {
   EXPECT_EQ(count.load(), 5);
 }
 
+TEST(ThreadPool, BalancedCoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 50; ++round) {
+      for (int64_t n : {0, 1, 2, 3, 7, 64, 1001}) {
+        std::vector<std::atomic<int>> hits(n);
+        pool.parallel_for_balanced(n, [&](int64_t begin, int64_t end, int thread) {
+          EXPECT_LT(begin, end);
+          EXPECT_GE(thread, 0);
+          EXPECT_LT(thread, threads);
+          for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+        // A job cut by chunks right after: the shares of the balanced one are all used up.
+        std::atomic<int64_t> covered{0};
+        pool.parallel_for(n, [&](int64_t b, int64_t e, int) { covered.fetch_add(e - b); });
+        ASSERT_EQ(covered.load(), n);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, BalancedThreadsStartAtTheFrontOfTheirShare) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    std::mutex mu;
+    std::vector<std::pair<int64_t, int64_t>> first(2, {-1, -1});
+    pool.parallel_for_balanced(1000, [&](int64_t begin, int64_t end, int thread) {
+      std::lock_guard lock(mu);
+      if (first[size_t(thread)].first < 0) first[size_t(thread)] = {begin, end};
+    });
+    // A thread that got any of its own share began with its front; one that found its share
+    // taken began with a piece from the back of the other's.
+    EXPECT_TRUE(first[0].first <= 0 || first[0].second == 1000) << first[0].first;
+    EXPECT_TRUE(first[1].first < 0 || first[1].first == 500 || first[1].second == 500)
+        << first[1].first << " " << first[1].second;
+  }
+}
+
+TEST(ThreadPool, BalancedCallerTakesOverTheShareOfAThreadThatIsHeldUp) {
+  // A worker stuck in its first piece (as if descheduled) keeps only that piece: the caller
+  // does its own share and the rest of the worker's.
+  ThreadPool pool(2);
+  for (int round = 0; round < 5; ++round) {
+    const int64_t n = 64;
+    std::atomic<int64_t> by_caller{0}, held{0};
+    std::atomic<int> worker_ranges{0};
+    pool.parallel_for_balanced(n, [&](int64_t begin, int64_t end, int thread) {
+      if (thread == 0) {
+        by_caller += end - begin;
+        return;
+      }
+      ++worker_ranges;
+      if (worker_ranges > 1) return;
+      held = end - begin;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (by_caller + held < n && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    if (worker_ranges == 0) {  // the worker never woke up: the caller did everything
+      EXPECT_EQ(by_caller.load(), n);
+      continue;
+    }
+    EXPECT_EQ(worker_ranges.load(), 1);
+    EXPECT_EQ(by_caller + held, n);
+    EXPECT_LE(held.load(), n / 2);
+  }
+}
+
+TEST(ThreadPool, BalancedRethrowsAnExceptionAndStaysUsable) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    EXPECT_THROW(pool.parallel_for_balanced(64,
+                                            [](int64_t begin, int64_t end, int) {
+                                              if (begin <= 40 && 40 < end)
+                                                throw std::runtime_error("boom");
+                                            }),
+                 std::runtime_error);
+  }
+  std::atomic<int64_t> count{0};
+  pool.parallel_for_balanced(100, [&](int64_t b, int64_t e, int) { count += e - b; });
+  EXPECT_EQ(count.load(), 100);
+}
+
 }  // namespace
 }  // namespace ghostline::engine::cpu

@@ -179,7 +179,8 @@ bool wants_quads(const WeightMatrix& w, int block, const kernels::KernelSet& ks)
 }
 
 // Decode splits a matrix into groups of 16 rows, which keep each thread's slice of y on its own
-// cache lines.
+// cache lines. A row's result does not depend on the range it is computed in, so the threads
+// share the groups as they run (parallel_for_balanced).
 constexpr int64_t kRowGroup = 16;
 
 int64_t row_groups(const WeightMatrix& w) {
@@ -303,11 +304,9 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
   if (decode_path(n_tokens, tokens)) {
     kernels::QuantizedActivations xq[kActivationBlockSizes];
     const kernels::DecodeJob job = decode_job(w, x, n_tokens, y, ks, xq, thread_scratch());
-    const int64_t groups = row_groups(w);
-    pool.parallel_for_chunks(
-        groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
-          ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
-        });
+    pool.parallel_for_balanced(row_groups(w), [&](int64_t g0, int64_t g1, int) {
+      ks.decode_rows(job, g0 * kRowGroup, std::min(w.rows, g1 * kRowGroup));
+    });
     return;
   }
 
@@ -387,16 +386,15 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
   // spans matrices goes to each matrix's kernel in turn.
   const std::vector<kernels::DecodeJob>& jobs = s.jobs;
   const std::vector<int64_t>& ends = s.group_ends;
-  pool.parallel_for_chunks(
-      groups, kChunksPerThread * pool.size(), [&](int64_t g0, int64_t g1, int) {
-        auto i = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), g0) - ends.begin());
-        for (; g0 < g1; ++i) {
-          const int64_t first = i ? ends[i - 1] : 0, end = std::min(g1, ends[i]);
-          ks.decode_rows(jobs[i], (g0 - first) * kRowGroup,
-                         std::min(jobs[i].w->rows, (end - first) * kRowGroup));
-          g0 = end;
-        }
-      });
+  pool.parallel_for_balanced(groups, [&](int64_t g0, int64_t g1, int) {
+    auto i = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), g0) - ends.begin());
+    for (; g0 < g1; ++i) {
+      const int64_t first = i ? ends[i - 1] : 0, end = std::min(g1, ends[i]);
+      ks.decode_rows(jobs[i], (g0 - first) * kRowGroup,
+                     std::min(jobs[i].w->rows, (end - first) * kRowGroup));
+      g0 = end;
+    }
+  });
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {

@@ -3,9 +3,11 @@
 // while before they block, and the calling thread works too.
 //
 // Work is cut into ranges that depend only on n and the chunk count (so results never depend
-// on timing); threads claim ranges from a shared counter. A thread that the OS has
-// descheduled — common when the editor, a build and the daemon share a laptop — just claims
-// fewer ranges: the call returns when every range is done, without waiting for threads that
+// on timing); threads claim ranges from a shared counter. Work whose results do not depend on
+// the cuts (decode's rows) can instead be cut while running, into one stretch per thread that
+// the others take over from its end when they are done first (parallel_for_balanced). A thread that
+// the OS has descheduled — common when the editor, a build and the daemon share a laptop — just
+// claims fewer ranges: the call returns when every range is done, without waiting for threads that
 // never woke up.
 #pragma once
 
@@ -58,6 +60,28 @@ class ThreadPool {
     parallel_for_chunks(n, size(), std::forward<F>(f));
   }
 
+  // Calls f(begin, end, thread) for ranges that cover [0, n) exactly once but are cut while
+  // running, so f's results must not depend on where the cuts fall (rows of a matrix product).
+  // Thread i works through its own share, partition(n, size(), i), from the front in pieces
+  // that shrink as the share does; a thread that is done takes half of what another has left,
+  // from the back, until nothing is left. Each thread thus reads one contiguous stretch
+  // (which the hardware prefetchers follow), and threads that run at different speeds, or not
+  // at all, finish together to within a small piece. Same rules as parallel_for_chunks
+  // otherwise; n must be below 2^32.
+  template <typename F>
+  void parallel_for_balanced(int64_t n, F&& f) {
+    if (n <= 0) return;
+    if (n == 1 || workers_.empty()) {
+      f(int64_t{0}, n, 0);
+      return;
+    }
+    using Fn = std::remove_reference_t<F>;
+    run_balanced(n, const_cast<void*>(static_cast<const void*>(&f)),
+                 [](void* ctx, int64_t begin, int64_t end, int thread) {
+                   (*static_cast<Fn*>(ctx))(begin, end, thread);
+                 });
+  }
+
   // Range i of `parts` for n items: contiguous, the first n % parts ranges one item longer.
   static std::pair<int64_t, int64_t> partition(int64_t n, int64_t parts, int64_t index);
 
@@ -67,8 +91,16 @@ class ThreadPool {
   using Trampoline = void (*)(void*, int64_t, int64_t, int);
 
   void run(int64_t n, int64_t chunks, void* ctx, Trampoline call);
+  void run_balanced(int64_t n, void* ctx, Trampoline call);
+  // Publishes the job whose claim word is `claim`, works on it, and waits until `units` of it
+  // (ranges, or items of a balanced job) are done.
+  void post_and_wait(uint64_t claim, uint32_t generation, int64_t units);
   // Claims and runs ranges of job `generation` until none is left or the job is over.
   void work_on(uint32_t generation, int thread);
+  // The part of work_on for balanced jobs: the thread's own share, then the others'.
+  void work_on_shares(int thread);
+  // Runs [begin, end) of the job and counts it done.
+  void run_range(int64_t begin, int64_t end, int thread, int64_t units);
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
@@ -81,8 +113,17 @@ class ThreadPool {
   Trampoline job_call_ = nullptr;
   uint32_t last_generation_ = 0;  // caller only
 
+  int64_t job_units_ = 0;  // done_ when the job is over
+
   // Claim word: generation (28 bits) | range count (18 bits) | next range (18 bits).
   alignas(64) std::atomic<uint64_t> claim_{0};
+  // A balanced job's shares, one per thread: next item (low 32 bits) | end (high 32 bits).
+  // Written by the caller while every share is empty (the last job is over), so a thread that
+  // claims from one always claims from the current job.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+  std::vector<Share> shares_;
   alignas(64) std::atomic<int64_t> done_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};
   alignas(64) std::atomic<int> sleeping_workers_{0};
