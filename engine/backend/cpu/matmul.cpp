@@ -95,9 +95,6 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
-// Ranges per thread: enough that a thread held up by the OS leaves little for the others to
-// wait on, few enough that claiming costs nothing.
-constexpr int64_t kChunksPerThread = 4;
 
 template <typename T>
 T* sized(std::vector<T>& v, size_t n) {
@@ -251,12 +248,11 @@ void prefill_q8(const WeightMatrix& w, const kernels::Q8Tiles& xq, int64_t n_tok
                 const kernels::KernelSet& ks, ThreadPool& pool) {
   const kernels::PrefillQ8Job job{&w, xq, n_tokens, y};
   const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
-  pool.parallel_for_chunks(
-      panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
-        float* scratch =
-            sized(thread_scratch().prefill, static_cast<size_t>(ks.q8_scratch_floats(w.cols)));
-        ks.prefill_q8_panels(job, p0, p1, scratch);
-      });
+  pool.parallel_for_balanced(panels, [&](int64_t p0, int64_t p1, int) {
+    float* scratch =
+        sized(thread_scratch().prefill, static_cast<size_t>(ks.q8_scratch_floats(w.cols)));
+    ks.prefill_q8_panels(job, p0, p1, scratch);
+  });
 }
 
 // The int8 prefill's group size for w at `ks` (0: the float path).
@@ -324,11 +320,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
   });
   const kernels::PrefillJob job{&w, packed, n_tokens, y};
   const int64_t panels = (w.rows + ks.panel_rows - 1) / ks.panel_rows;
-  pool.parallel_for_chunks(
-      panels, kChunksPerThread * pool.size(), [&](int64_t p0, int64_t p1, int) {
-        float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
-        ks.prefill_panels(job, p0, p1, scratch);
-      });
+  pool.parallel_for_balanced(panels, [&](int64_t p0, int64_t p1, int) {
+    float* scratch = sized(thread_scratch().prefill, static_cast<size_t>(ks.scratch_floats));
+    ks.prefill_panels(job, p0, p1, scratch);
+  });
 }
 
 void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x, int64_t n_tokens,
