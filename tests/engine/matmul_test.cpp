@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu {
@@ -345,6 +346,35 @@ TEST(Matmul, DecodeOfQuantizedWeightsIsCloseInRelativeTerms) {
     norm += std::pow(expected[r], 2);
   }
   EXPECT_LT(std::sqrt(err / norm), 2e-2);
+}
+
+TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
+  std::vector<const kernels::KernelSet*> sets;
+  if (isa_supported(CpuIsa::kAvx2)) sets.push_back(&kernels::avx2_kernels());
+  if (isa_supported(CpuIsa::kAvx512)) sets.push_back(&kernels::avx512_kernels());
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (const int block : {32, 256}) {
+    const int64_t n = 4 * 1024;
+    std::vector<float> x(n);
+    for (auto& v : x) v = normal(rng);
+    // Blocks of zeros, of one value, of values that land on halves, and a huge one.
+    std::fill_n(x.begin(), block, 0.0f);
+    std::fill_n(x.begin() + block, block, -1.5f);
+    for (int j = 0; j < block; ++j) x[size_t(2 * block + j)] = (j - block / 2) * 0.5f;
+    x[size_t(3 * block)] = 1e30f;
+    std::vector<int8_t> q0(n), q1(n);
+    std::vector<float> d0(n / block), d1(n / block);
+    std::vector<int32_t> s0(n / 16), s1(n / 16);
+    kernels::quantize_activations_portable(x.data(), n, block, q0.data(), d0.data(), s0.data());
+    for (const kernels::KernelSet* ks : sets) {
+      if (!ks->quantize_activations) continue;
+      ks->quantize_activations(x.data(), n, block, q1.data(), d1.data(), s1.data());
+      EXPECT_EQ(q0, q1) << "block " << block;
+      EXPECT_EQ(d0, d1) << "block " << block;
+      EXPECT_EQ(s0, s1) << "block " << block;
+    }
+  }
 }
 
 TEST(Matmul, RejectsUnsupportedTypesAndPartialBlocks) {

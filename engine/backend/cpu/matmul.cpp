@@ -50,6 +50,28 @@ void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, in
   }
 }
 
+void quantize_activations_portable(const float* x, int64_t n, int block, int8_t* q, float* d,
+                                   int32_t* sum16) {
+  for (int64_t b = 0; b < n / block; ++b) {
+    const float* xb = x + b * block;
+    float amax = 0.0f;
+    for (int j = 0; j < block; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float scale = amax / 127.0f;
+    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    d[b] = scale;
+    // Rounds half away from zero like roundf, in a form the compiler vectorizes.
+    for (int j = 0; j < block; ++j) {
+      const float v = xb[j] * inv;
+      q[b * block + j] = static_cast<int8_t>(static_cast<int>(v + (v >= 0.0f ? 0.5f : -0.5f)));
+    }
+  }
+  for (int64_t g = 0; g < n / 16; ++g) {
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
+    sum16[g] = sum;
+  }
+}
+
 void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out) {
   const auto& traits = ggml_type_traits(type);
   const std::byte* src = row + static_cast<size_t>(k0 / traits.block_elems) * traits.block_bytes;
@@ -109,29 +131,14 @@ int activation_slot(int block) {
 
 // Symmetric 8-bit quantization with one float scale per block and sums of 16 values.
 kernels::QuantizedActivations quantize_activations(const float* x, int64_t n_tokens, int64_t cols,
-                                                   int block, ActivationScratch& s) {
+                                                   int block, const kernels::KernelSet& ks,
+                                                   ActivationScratch& s) {
   const int64_t n = n_tokens * cols;
   int8_t* q = sized(s.q, static_cast<size_t>(n));
   float* d = sized(s.d, static_cast<size_t>(n / block));
   int32_t* sum16 = sized(s.sum16, static_cast<size_t>(n / 16));
-  for (int64_t b = 0; b < n / block; ++b) {
-    const float* xb = x + b * block;
-    float amax = 0.0f;
-    for (int j = 0; j < block; ++j) amax = std::max(amax, std::fabs(xb[j]));
-    const float scale = amax / 127.0f;
-    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-    d[b] = scale;
-    // Rounds half away from zero like roundf, in a form the compiler vectorizes.
-    for (int j = 0; j < block; ++j) {
-      const float v = xb[j] * inv;
-      q[b * block + j] = static_cast<int8_t>(static_cast<int>(v + (v >= 0.0f ? 0.5f : -0.5f)));
-    }
-  }
-  for (int64_t g = 0; g < n / 16; ++g) {
-    int32_t sum = 0;
-    for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
-    sum16[g] = sum;
-  }
+  (ks.quantize_activations ? ks.quantize_activations : kernels::quantize_activations_portable)(
+      x, n, block, q, d, sum16);
   return {q, d, sum16, block};
 }
 
@@ -196,7 +203,7 @@ kernels::DecodeJob decode_job(const WeightMatrix& w, const float* x, int64_t n_t
   if (block == 0) return job;
   const int slot = activation_slot(block);
   kernels::QuantizedActivations& a = xq[slot];
-  if (a.block == 0) a = quantize_activations(x, n_tokens, w.cols, block, s.act[slot]);
+  if (a.block == 0) a = quantize_activations(x, n_tokens, w.cols, block, ks, s.act[slot]);
   const bool quads = wants_quads(w, block, ks);
   if (quads && a.quads == nullptr) add_quads(a, n_tokens, w.cols, s.act[slot]);
   job.xq = a;

@@ -84,6 +84,11 @@ struct KernelSet {
   void (*prefill_q8_panels)(const PrefillQ8Job& job, int64_t panel_begin, int64_t panel_end,
                             float* scratch) = nullptr;
   int64_t (*q8_scratch_floats)(int64_t cols) = nullptr;  // per thread, for prefill_q8_panels
+  // Quantizes n values (whole blocks of `block`, a multiple of 16) for the decode kernels into
+  // QuantizedActivations::q, d and sum16, where the level has its own (nullptr:
+  // quantize_activations_portable).
+  void (*quantize_activations)(const float* x, int64_t n, int block, int8_t* q, float* d,
+                               int32_t* sum16) = nullptr;
 };
 
 const KernelSet& scalar_kernels();
@@ -93,6 +98,10 @@ const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx
 // Packs tokens [tile_begin, tile_end) * tile_tokens of x (n_tokens x cols) into `packed`.
 void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, int tile_tokens,
                               int64_t tile_begin, int64_t tile_end, float* packed);
+
+// KernelSet::quantize_activations in portable code, for levels without their own.
+void quantize_activations_portable(const float* x, int64_t n, int block, int8_t* q, float* d,
+                                   int32_t* sum16);
 
 // Dequantizes values [k0, k0 + n) of a row (k0 and n multiples of the block size).
 void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out);
