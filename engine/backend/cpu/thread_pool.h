@@ -3,12 +3,12 @@
 // while before they block, and the calling thread works too.
 //
 // Work is cut into ranges that depend only on n and the chunk count (so results never depend
-// on timing); threads claim ranges from a shared counter. Work whose results do not depend on
-// the cuts (decode's rows) can instead be cut while running, into one stretch per thread that
-// the others take over from its end when they are done first (parallel_for_balanced). A thread that
-// the OS has descheduled — common when the editor, a build and the daemon share a laptop — just
-// claims fewer ranges: the call returns when every range is done, without waiting for threads that
-// never woke up.
+// on timing); threads claim ranges from a shared counter. A thread that the OS has
+// descheduled — common when the editor, a build and the daemon share a laptop — just claims
+// fewer ranges: the call returns when every range is done, without waiting for threads that
+// never woke up. Work whose results do not depend on the cuts (the rows of a product) can
+// instead be cut while running: one stretch per thread, which the others take over from its
+// end when they are done first (parallel_for_balanced).
 #pragma once
 
 #include <atomic>
