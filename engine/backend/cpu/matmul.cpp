@@ -117,7 +117,6 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
-
 template <typename T>
 T* sized(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
