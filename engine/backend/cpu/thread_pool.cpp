@@ -142,37 +142,37 @@ void ThreadPool::run_range(int64_t begin, int64_t end, int thread, int64_t units
     done_.notify_all();
 }
 
-void ThreadPool::run(int64_t n, int64_t chunks, void* ctx, Trampoline call) {
+void ThreadPool::begin_job(int64_t n, void* ctx, Trampoline call, int64_t units) {
   job_n_ = n;
   job_ctx_ = ctx;
   job_call_ = call;
-  job_units_ = chunks;
+  job_units_ = units;
   done_.store(0, std::memory_order_relaxed);
-  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
-  post_and_wait(pack_claim(generation, chunks, 0), generation, chunks);
+}
+
+void ThreadPool::run(int64_t n, int64_t chunks, void* ctx, Trampoline call) {
+  begin_job(n, ctx, call, chunks);
+  post_and_wait(chunks);
 }
 
 void ThreadPool::run_balanced(int64_t n, void* ctx, Trampoline call) {
   if (n > int64_t{0xffffffff})
     throw std::invalid_argument("ThreadPool::parallel_for_balanced: " + std::to_string(n) +
                                 " items are too many");
-  job_n_ = n;
-  job_ctx_ = ctx;
-  job_call_ = call;
-  job_units_ = n;
-  done_.store(0, std::memory_order_relaxed);
+  begin_job(n, ctx, call, n);
   // Every share is empty (the last job is over), so no thread claims before this is complete.
   const auto threads = static_cast<int64_t>(shares_.size());
   for (int64_t i = 0; i < threads; ++i) {
     const auto [begin, end] = partition(n, threads, i);
     shares_[static_cast<size_t>(i)].range.store(pack_share(begin, end), std::memory_order_release);
   }
-  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
-  post_and_wait(pack_claim(generation, 0, 0), generation, n);  // no ranges by claim word
+  post_and_wait(0);  // no ranges by claim word
 }
 
-void ThreadPool::post_and_wait(uint64_t claim, uint32_t generation, int64_t units) {
-  claim_.store(claim, std::memory_order_release);
+void ThreadPool::post_and_wait(int64_t chunks) {
+  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  const int64_t units = job_units_;
+  claim_.store(pack_claim(generation, chunks, 0), std::memory_order_release);
   // seq_cst pairs with the workers' increment of sleeping_workers_: either we see a worker
   // that is about to sleep, or it sees the new generation before sleeping.
   generation_.store(generation, std::memory_order_seq_cst);

@@ -92,9 +92,11 @@ class ThreadPool {
 
   void run(int64_t n, int64_t chunks, void* ctx, Trampoline call);
   void run_balanced(int64_t n, void* ctx, Trampoline call);
-  // Publishes the job whose claim word is `claim`, works on it, and waits until `units` of it
-  // (ranges, or items of a balanced job) are done.
-  void post_and_wait(uint64_t claim, uint32_t generation, int64_t units);
+  // Sets the job fields; `units` of it (ranges, or items of a balanced job) are to be done.
+  void begin_job(int64_t n, void* ctx, Trampoline call, int64_t units);
+  // Publishes the job with `chunks` ranges to claim (0: a balanced job, claimed by shares),
+  // works on it, and waits until all its units are done.
+  void post_and_wait(int64_t chunks);
   // Claims and runs ranges of job `generation` until none is left or the job is over.
   void work_on(uint32_t generation, int thread);
   // The part of work_on for balanced jobs: the thread's own share, then the others'.
@@ -111,8 +113,6 @@ class ThreadPool {
   int64_t job_n_ = 0;
   void* job_ctx_ = nullptr;
   Trampoline job_call_ = nullptr;
-  uint32_t last_generation_ = 0;  // caller only
-
   int64_t job_units_ = 0;  // done_ when the job is over
 
   // Claim word: generation (28 bits) | range count (18 bits) | next range (18 bits).
