@@ -14,19 +14,27 @@
 namespace ghostline::engine::cpu {
 namespace {
 
+// Runs `parallel_for` (one of the pool's, bound to it) over n items and checks that every index
+// came exactly once, in non-empty ranges, on one of the pool's threads.
+template <typename ParallelFor>
+void expect_each_index_once(ParallelFor parallel_for, int threads, int64_t n) {
+  std::vector<std::atomic<int>> hits(n);
+  parallel_for(n, [&](int64_t begin, int64_t end, int thread) {
+    EXPECT_LT(begin, end);
+    EXPECT_GE(thread, 0);
+    EXPECT_LT(thread, threads);
+    for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+}
+
 TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
     EXPECT_EQ(pool.size(), threads);
     for (int64_t n : {0, 1, 2, 3, 7, 64, 1001}) {
-      std::vector<std::atomic<int>> hits(n);
-      pool.parallel_for(n, [&](int64_t begin, int64_t end, int thread) {
-        EXPECT_LT(begin, end);
-        EXPECT_GE(thread, 0);
-        EXPECT_LT(thread, threads);
-        for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
-      });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+      expect_each_index_once([&](int64_t m, auto&& f) { pool.parallel_for(m, f); }, threads, n);
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -124,14 +132,9 @@ TEST(ThreadPool, BalancedCoversEveryIndexExactlyOnce) {
     ThreadPool pool(threads);
     for (int round = 0; round < 50; ++round) {
       for (int64_t n : {0, 1, 2, 3, 7, 64, 1001}) {
-        std::vector<std::atomic<int>> hits(n);
-        pool.parallel_for_balanced(n, [&](int64_t begin, int64_t end, int thread) {
-          EXPECT_LT(begin, end);
-          EXPECT_GE(thread, 0);
-          EXPECT_LT(thread, threads);
-          for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
-        });
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+        expect_each_index_once([&](int64_t m, auto&& f) { pool.parallel_for_balanced(m, f); },
+                               threads, n);
+        if (HasFatalFailure()) return;
         // A job cut by chunks right after: the shares of the balanced one are all used up.
         std::atomic<int64_t> covered{0};
         pool.parallel_for(n, [&](int64_t b, int64_t e, int) { covered.fetch_add(e - b); });
