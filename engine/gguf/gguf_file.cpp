@@ -264,7 +264,10 @@ class GgufFile::Mapping {
 
   std::string lock_resident() {
     if (!addr_) return {};
-    if (::mlock(addr_, size_) == 0) return {};
+    if (::mlock(addr_, size_) == 0) {
+      residency_ = Residency::kLocked;
+      return {};
+    }
     int err = errno;
     std::string why = "could not lock " + human_bytes(size_) +
                       " of model data in memory (mlock: " + std::strerror(err) + ")";
@@ -278,15 +281,33 @@ class GgufFile::Mapping {
       return why + "; the data stays file-backed and may be paged out while idle";
     auto* bytes = static_cast<volatile unsigned char*>(addr_);
     const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    residency_ = Residency::kCopied;
     for (size_t off = 0; off < size_; off += page) bytes[off] = bytes[off];
     ::mprotect(addr_, size_, PROT_READ);
     return why + "; the data was copied into anonymous memory instead (" + human_bytes(size_) +
            " of RAM, resident unless the system swaps)";
   }
 
+  bool locked() const { return residency_ == Residency::kLocked; }
+
+  void release(const std::byte* p, size_t n) const {
+    if (residency_ == Residency::kCopied || n == 0) return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+    if (end <= begin) return;
+    void* start = reinterpret_cast<void*>(begin);
+    if (residency_ == Residency::kLocked) ::munlock(start, end - begin);
+    ::madvise(start, end - begin, MADV_DONTNEED);  // advice: the data stays valid either way
+  }
+
  private:
+  // What lock_resident made of the pages: still the file's (and locked), or anonymous copies.
+  enum class Residency { kMapped, kLocked, kCopied };
+
   void* addr_ = nullptr;
   size_t size_ = 0;
+  Residency residency_ = Residency::kMapped;
   std::optional<MappedFileGuard> guard_;  // names the file if it shrinks under the mapping
 };
 
@@ -672,6 +693,14 @@ const GgufTensor* GgufFile::tensor(std::string_view name) const {
 
 std::string GgufFile::lock_resident() {
   return mapping_->lock_resident();
+}
+
+bool GgufFile::locked() const {
+  return mapping_->locked();
+}
+
+void GgufFile::release(const std::byte* p, size_t n) const {
+  mapping_->release(p, n);
 }
 
 }  // namespace ghostline::engine

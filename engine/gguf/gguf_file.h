@@ -101,6 +101,15 @@ class GgufFile {
   // valid), which the reclaimer cannot drop without swap.
   std::string lock_resident();
 
+  // Whether lock_resident locked the mapping (rather than failing or copying the data).
+  bool locked() const;
+
+  // Drops the pages that lie wholly inside [p, p + n) from this process's memory, for data
+  // that has been copied elsewhere (a later read maps them from the file again). Pages that
+  // lock_resident locked are unlocked first; where it had to copy the data into anonymous
+  // memory, that copy is the only one and nothing is dropped.
+  void release(const std::byte* p, size_t n) const;
+
  private:
   // Where a metadata value lies in the mapping.
   struct RawValue {

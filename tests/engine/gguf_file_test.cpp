@@ -387,6 +387,27 @@ TEST(GgufFile, LockResidentKeepsDataIntact) {
   EXPECT_EQ(f->get_string("general.architecture"), "llama");
 }
 
+// Released pages are dropped, not lost: the data reads the same afterwards, locked or not.
+TEST(GgufFile, ReleasedDataReadsTheSameAgain) {
+  TempDir dir;
+  GgufWriter w;
+  w.add("general.architecture", GgufValue::string("llama"));
+  std::string data;
+  for (int i = 0; i < 16384; ++i) data += bytes_of(static_cast<float>(i));  // 64 KiB
+  w.add_tensor("big.weight", GgmlType::F32, {16384}, data);
+  for (bool lock : {false, true}) {
+    SCOPED_TRACE(lock ? "locked" : "mapped");
+    auto f = GgufFile::open(dir.file(lock ? "locked.gguf" : "mapped.gguf", w.build()));
+    if (lock) f->lock_resident();
+    const GgufTensor* t = f->tensor("big.weight");
+    ASSERT_NE(t, nullptr);
+    f->release(t->data, t->bytes);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t->data), t->bytes), data);
+    f->release(t->data + 100, 5);  // less than a page: nothing to drop
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(t->data), t->bytes), data);
+  }
+}
+
 // The shared reference files, written by llama.cpp.
 TEST(GgufFile, ReadsSharedTokenizerVocabularies) {
   struct Case {
