@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -94,6 +95,25 @@ std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols,
   return data;
 }
 
+// The layouts a test runs a matrix in: as the file has it and, where level `isa` reads packed
+// weights of its type, packed as well (into `storage`).
+std::vector<WeightMatrix> layouts(const WeightMatrix& w, CpuIsa isa, ThreadPool& pool,
+                                  std::vector<std::byte>& storage) {
+  std::vector<WeightMatrix> out{w};
+  if (!matmul_packs(w, isa)) return out;
+  storage.assign(matmul_packed_bytes(w) + 64, std::byte{0x5A});
+  auto* p = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) &
+                                         ~uintptr_t{63});
+  matmul_pack(w, p, pool);
+  out.push_back(w);
+  out.back().packed = p;
+  return out;
+}
+
+std::string layout_name(const WeightMatrix& w) {
+  return w.packed ? "packed" : "as in the file";
+}
+
 using Param = std::tuple<GgmlType, CpuIsa>;
 
 class MatmulTest : public ::testing::TestWithParam<Param> {};
@@ -128,42 +148,44 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
       if (n >= kMatmulBatchMinTokens && n <= kMatmulDecodeMaxTokens)
         cases.emplace_back(n, Tokens::kBatch);
     }
-    for (const auto& [n, mode] : cases) {
-      SCOPED_TRACE("rows " + std::to_string(rows) + " tokens " + std::to_string(n) +
-                   (mode == Tokens::kBatch ? " as a batch" : ""));
-      std::normal_distribution<float> normal(0.0f, 1.0f);
-      std::vector<float> x(n * cols);
-      for (auto& v : x) v = normal(rng);
-      x[3] = 40.0f;  // an outlier, as real activations have
-      std::vector<float> y(n * rows, std::nanf("")), expected(n * rows);
-      matmul(w, x.data(), n, y.data(), pool, isa, mode);
-      matmul_reference(w, x.data(), n, expected.data());
+    std::vector<std::byte> storage;
+    for (const WeightMatrix& m : layouts(w, isa, pool, storage))
+      for (const auto& [n, mode] : cases) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + " tokens " + std::to_string(n) +
+                     (mode == Tokens::kBatch ? " as a batch" : "") + ", " + layout_name(m));
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        std::vector<float> x(n * cols);
+        for (auto& v : x) v = normal(rng);
+        x[3] = 40.0f;  // an outlier, as real activations have
+        std::vector<float> y(n * rows, std::nanf("")), expected(n * rows);
+        matmul(m, x.data(), n, y.data(), pool, isa, mode);
+        matmul_reference(w, x.data(), n, expected.data());
 
-      const bool quantized = matmul_quantizes_activations(type, n, isa, mode);
-      int failures = 0;
-      for (int64_t t = 0; t < n; ++t) {
-        for (int64_t r = 0; r < rows; ++r) {
-          double abs_sum = 0.0, quant_bound = 0.0;
-          for (int64_t b = 0; b < cols / block; ++b) {
-            double amax = 0.0;
-            for (int j = 0; j < block; ++j)
-              amax = std::max(amax, std::fabs(double(x[t * cols + b * block + j])));
-            for (int j = 0; j < block; ++j) {
-              const double wk = wf[r * cols + b * block + j];
-              abs_sum += std::fabs(wk * x[t * cols + b * block + j]);
-              quant_bound += std::fabs(wk) * amax / 254.0;
+        const bool quantized = matmul_quantizes_activations(type, n, isa, mode);
+        int failures = 0;
+        for (int64_t t = 0; t < n; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            double abs_sum = 0.0, quant_bound = 0.0;
+            for (int64_t b = 0; b < cols / block; ++b) {
+              double amax = 0.0;
+              for (int j = 0; j < block; ++j)
+                amax = std::max(amax, std::fabs(double(x[t * cols + b * block + j])));
+              for (int j = 0; j < block; ++j) {
+                const double wk = wf[r * cols + b * block + j];
+                abs_sum += std::fabs(wk * x[t * cols + b * block + j]);
+                quant_bound += std::fabs(wk) * amax / 254.0;
+              }
             }
+            const double bound = 1e-5 * abs_sum + (quantized ? 1.01 * quant_bound : 0.0) + 1e-6;
+            const double err = std::fabs(double(y[t * rows + r]) - expected[t * rows + r]);
+            if (!(err <= bound) && ++failures <= 5)
+              ADD_FAILURE() << "token " << t << " row " << r << ": " << y[t * rows + r]
+                            << " vs reference " << expected[t * rows + r] << " (bound " << bound
+                            << ")";
           }
-          const double bound = 1e-5 * abs_sum + (quantized ? 1.01 * quant_bound : 0.0) + 1e-6;
-          const double err = std::fabs(double(y[t * rows + r]) - expected[t * rows + r]);
-          if (!(err <= bound) && ++failures <= 5)
-            ADD_FAILURE() << "token " << t << " row " << r << ": " << y[t * rows + r]
-                          << " vs reference " << expected[t * rows + r] << " (bound " << bound
-                          << ")";
         }
+        ASSERT_EQ(failures, 0);
       }
-      ASSERT_EQ(failures, 0);
-    }
   }
 }
 
@@ -184,24 +206,27 @@ TEST_P(MatmulTest, ExactOnActivationsThatQuantizeExactly) {
     dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
   ThreadPool pool(2);
   std::uniform_int_distribution<int> value(-127, 127);
-  for (const auto& [n, mode] : std::vector<std::pair<int64_t, Tokens>>{
-           {1, Tokens::kSteps}, {8, Tokens::kSteps}, {8, Tokens::kBatch}, {33, Tokens::kSteps}}) {
-    SCOPED_TRACE("tokens " + std::to_string(n) + (mode == Tokens::kBatch ? " as a batch" : ""));
-    std::vector<float> x(n * cols);
-    for (int64_t k = 0; k < n * cols; ++k)
-      x[k] = k % 16 == 0 ? 127.0f * (value(rng) < 0 ? -1.0f : 1.0f) : float(value(rng));
-    std::vector<float> y(n * rows), expected(n * rows);
-    matmul(w, x.data(), n, y.data(), pool, isa, mode);
-    matmul_reference(w, x.data(), n, expected.data());
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t r = 0; r < rows; ++r) {
-        double abs_sum = 0.0;
-        for (int64_t k = 0; k < cols; ++k)
-          abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
-        ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
-            << "token " << t << " row " << r;
-      }
-  }
+  std::vector<std::byte> storage;
+  for (const WeightMatrix& m : layouts(w, isa, pool, storage))
+    for (const auto& [n, mode] : std::vector<std::pair<int64_t, Tokens>>{
+             {1, Tokens::kSteps}, {8, Tokens::kSteps}, {8, Tokens::kBatch}, {33, Tokens::kSteps}}) {
+      SCOPED_TRACE("tokens " + std::to_string(n) + (mode == Tokens::kBatch ? " as a batch" : "") +
+                   ", " + layout_name(m));
+      std::vector<float> x(n * cols);
+      for (int64_t k = 0; k < n * cols; ++k)
+        x[k] = k % 16 == 0 ? 127.0f * (value(rng) < 0 ? -1.0f : 1.0f) : float(value(rng));
+      std::vector<float> y(n * rows), expected(n * rows);
+      matmul(m, x.data(), n, y.data(), pool, isa, mode);
+      matmul_reference(w, x.data(), n, expected.data());
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          double abs_sum = 0.0;
+          for (int64_t k = 0; k < cols; ++k)
+            abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
+          ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
+              << "token " << t << " row " << r;
+        }
+    }
 }
 
 // A row's result must not depend on the rows computed beside it (decode kernels take rows in
@@ -216,23 +241,27 @@ TEST_P(MatmulTest, EachRowGivesWhatItGivesAlone) {
   const auto data = random_weights(type, rows, cols, rng);
   const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
   ThreadPool pool(2);
-  for (int64_t n : {1, 3}) {
-    SCOPED_TRACE("tokens " + std::to_string(n));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(n * cols);
-    for (auto& v : x) v = normal(rng);
-    std::vector<float> y(n * rows);
-    matmul(w, x.data(), n, y.data(), pool, isa);
-    for (int64_t r = 0; r < rows; ++r) {
-      const WeightMatrix one{type, 1, cols, data.data() + r * w.row_bytes, w.row_bytes};
-      std::vector<float> alone(n);
-      matmul(one, x.data(), n, alone.data(), pool, isa);
-      for (int64_t t = 0; t < n; ++t)
-        ASSERT_EQ(std::memcmp(&alone[t], &y[t * rows + r], sizeof(float)), 0)
-            << "row " << r << " token " << t << ": " << alone[t] << " alone, " << y[t * rows + r]
-            << " in the matrix";
+  std::vector<std::byte> storage, one_storage;
+  for (const WeightMatrix& m : layouts(w, isa, pool, storage))
+    for (int64_t n : {1, 3}) {
+      SCOPED_TRACE("tokens " + std::to_string(n) + ", " + layout_name(m));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> x(n * cols);
+      for (auto& v : x) v = normal(rng);
+      std::vector<float> y(n * rows);
+      matmul(m, x.data(), n, y.data(), pool, isa);
+      for (int64_t r = 0; r < rows; ++r) {
+        const WeightMatrix one_row{type, 1, cols, data.data() + r * w.row_bytes, w.row_bytes};
+        const WeightMatrix one =
+            m.packed ? layouts(one_row, isa, pool, one_storage).back() : one_row;
+        std::vector<float> alone(n);
+        matmul(one, x.data(), n, alone.data(), pool, isa);
+        for (int64_t t = 0; t < n; ++t)
+          ASSERT_EQ(std::memcmp(&alone[t], &y[t * rows + r], sizeof(float)), 0)
+              << "row " << r << " token " << t << ": " << alone[t] << " alone, " << y[t * rows + r]
+              << " in the matrix";
+      }
     }
-  }
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
@@ -375,6 +404,83 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
       EXPECT_EQ(s0, s1) << "block " << block;
     }
   }
+}
+
+// Packed weights hold the file's values: each row read back from a packed matrix is the file's
+// row dequantized, bit for bit, the zero rows that pad the last group included in none.
+TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
+  if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
+  ThreadPool pool(2);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    std::mt19937 rng(7 + static_cast<unsigned>(type));
+    const int64_t rows = 45, cols = 96;
+    const auto data = random_weights(type, rows, cols, rng);
+    const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+    ASSERT_TRUE(matmul_packs(w, CpuIsa::kAvx512));
+    EXPECT_EQ(matmul_packed_bytes(w), 64 * w.row_bytes);  // two groups, the second padded
+    std::vector<std::byte> storage;
+    const WeightMatrix packed = layouts(w, CpuIsa::kAvx512, pool, storage).back();
+    std::vector<float> expected(cols), got(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(type, data.data() + r * w.row_bytes, expected.data(), cols);
+      matmul_packed_row(packed, r, got.data());
+      ASSERT_EQ(std::memcmp(expected.data(), got.data(), cols * sizeof(float)), 0) << "row " << r;
+    }
+  }
+}
+
+// The int8 prefill reads a packed group as the panel it would unpack from the file's rows, so
+// both layouts give the same sums bit for bit; decode on packed weights gives each token what
+// it gives alone, with rows split between 1 to 3 threads at any 16-row boundary.
+TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
+  if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    std::mt19937 rng(11 + static_cast<unsigned>(type));
+    const int64_t rows = 77, cols = 288;
+    const auto data = random_weights(type, rows, cols, rng);
+    const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+    ThreadPool pool(2);
+    std::vector<std::byte> storage;
+    const WeightMatrix packed = layouts(w, CpuIsa::kAvx512, pool, storage).back();
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t n = 40;
+    std::vector<float> x(n * cols);
+    for (auto& v : x) v = normal(rng);
+
+    std::vector<float> from_file(n * rows), from_packed(n * rows);
+    matmul(w, x.data(), n, from_file.data(), pool, CpuIsa::kAvx512, Tokens::kBatch);
+    matmul(packed, x.data(), n, from_packed.data(), pool, CpuIsa::kAvx512, Tokens::kBatch);
+    EXPECT_EQ(std::memcmp(from_file.data(), from_packed.data(), from_file.size() * sizeof(float)),
+              0);
+
+    const int64_t steps = kMatmulDecodeMaxTokens;
+    std::vector<float> batch(steps * rows);
+    matmul(packed, x.data(), steps, batch.data(), pool, CpuIsa::kAvx512, Tokens::kSteps);
+    for (int threads = 1; threads <= 3; ++threads) {
+      ThreadPool split(threads);
+      for (int64_t t = 0; t < steps; ++t) {
+        std::vector<float> alone(rows);
+        matmul(packed, x.data() + t * cols, 1, alone.data(), split, CpuIsa::kAvx512);
+        ASSERT_EQ(std::memcmp(alone.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
+            << "token " << t << " on " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
+  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q4_K, 256));
+  const WeightMatrix k{GgmlType::Q4_K, 1, 256, data.data(), data.size()};
+  EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
+  const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
+  EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvx2));
+  EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
+  EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  ThreadPool pool(1);
+  std::vector<std::byte> out(64 * 1024);
+  EXPECT_THROW(matmul_pack(k, out.data(), pool), std::invalid_argument);
 }
 
 TEST(Matmul, RejectsUnsupportedTypesAndPartialBlocks) {

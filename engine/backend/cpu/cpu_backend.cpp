@@ -1,8 +1,13 @@
 // The CPU backend: the forward pass of reference_forward.cpp batched over n tokens on the
 // fast kernels (quantized-activation matrix products split across the thread pool), with
 // float32 activations and attention reading F16 K/V through the block table.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -51,6 +56,7 @@ class CpuBackend final : public Backend {
                          l.w_gate ? as_matrix(l.w_gate) : cpu::WeightMatrix{}, as_matrix(l.w_up),
                          as_matrix(l.w_down)});
     output_ = as_matrix(w.output);
+    pack_weights(model);
     // RoPE frequencies per pair of dimensions, in double: theta_i = scale * base^(-2i/d).
     inv_freq_.resize(size_t(c.head_dim / 2));
     for (int i = 0; i < c.head_dim / 2; ++i)
@@ -117,10 +123,17 @@ class CpuBackend final : public Backend {
     const cpu::Tokens mode = batch.n_logits > 1 ? cpu::Tokens::kSteps : cpu::Tokens::kBatch;
 
     const size_t embd_row_bytes = ggml_row_bytes(w.token_embd->type, E);
-    for (int t = 0; t < n; ++t)
+    // A tied output matrix that was packed has let go of the file's copy of the table.
+    const bool packed_embd = w.output == w.token_embd && output_.packed != nullptr;
+    for (int t = 0; t < n; ++t) {
+      if (packed_embd) {
+        cpu::matmul_packed_row(output_, batch.tokens[t], &x_[size_t(t) * E]);
+        continue;
+      }
       cpu::dequantize_row(w.token_embd->type,
                           w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
                           &x_[size_t(t) * E], E);
+    }
     if (c.embd_scale != 1.0f) ops_.scale(x_.data(), int64_t(n) * E, c.embd_scale);
     fill_rope_table(batch.start_pos, n);
 
@@ -244,6 +257,42 @@ class CpuBackend final : public Backend {
     ops_.fp32_to_fp16(v, kv_.kv_dim(), vd);
   }
 
+  // Packs the matrices the active kernel level reads packed (cpu::matmul_pack) and lets go of
+  // the file's pages of each, a slice of rows at a time, so that the weights are resident
+  // once, even while packing; the packed copy is locked where the file was.
+  void pack_weights(const Model& model) {
+    constexpr int64_t kSliceBytes = 8 << 20;
+    const cpu::CpuIsa isa = cpu::active_isa();
+    const GgufFile& file = model.file();
+    auto pack = [&](cpu::WeightMatrix& m) {
+      if (m.data == nullptr || !cpu::matmul_packs(m, isa)) return;
+      const size_t bytes = (cpu::matmul_packed_bytes(m) + 63) / 64 * 64;
+      auto* out = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+      if (out == nullptr) throw std::bad_alloc();
+      packed_.emplace_back(out);
+      const int64_t slice_rows =
+          std::max<int64_t>(1, kSliceBytes / int64_t(cpu::kPackedRows * m.row_bytes)) *
+          cpu::kPackedRows;
+      for (int64_t r = 0; r < m.rows; r += slice_rows) {
+        cpu::WeightMatrix slice = m;
+        slice.rows = std::min(slice_rows, m.rows - r);
+        slice.data = m.data + size_t(r) * m.row_bytes;
+        cpu::matmul_pack(slice, out + size_t(r) * m.row_bytes, compute_);
+        file.release(slice.data, size_t(slice.rows) * m.row_bytes);
+      }
+      m.packed = out;
+      if (file.locked()) ::mlock(out, bytes);  // as the file was: best effort
+    };
+    for (LayerMatrices& l : layers_)
+      for (cpu::WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+        pack(*m);
+    pack(output_);
+  }
+
+  struct FreeDeleter {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+
   // Per-thread attention scratch: one block of keys widened to float and transposed, and the
   // scores of the queries of a tile.
   struct AttentionScratch {
@@ -341,6 +390,8 @@ class CpuBackend final : public Backend {
   const cpu::VecOps& ops_;
   std::vector<LayerMatrices> layers_;
   cpu::WeightMatrix output_;
+  std::vector<std::unique_ptr<std::byte, FreeDeleter>>
+      packed_;  // what the matrices' packed point to
   std::vector<double> inv_freq_;
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, rope_cos_, rope_sin_;
   std::vector<AttentionScratch> scratch_;

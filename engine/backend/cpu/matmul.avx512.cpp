@@ -20,7 +20,8 @@ namespace {
 const KernelSet& avx512_kernels() {
   static const KernelSet set{kPanelRows,     kPrefillTokens,    kScratchFloats,    decode_rows,
                              prefill_panels, /*quads=*/true,    kQ8Tokens,         q8_group,
-                             pack_q8,        prefill_q8_panels, q8_scratch_floats, quantize_blocks};
+                             pack_q8,        prefill_q8_panels, q8_scratch_floats, quantize_blocks,
+                             /*packed=*/true};
   return set;
 }
 

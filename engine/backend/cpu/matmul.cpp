@@ -178,7 +178,7 @@ const kernels::KernelSet& kernels_for(CpuIsa isa) {
 // Whether the decode kernels of `ks` read QuantizedActivations::quads or dsum for `w`, whose
 // activations come in blocks of `block` values (Q8_0's reads only dsum).
 bool wants_quads(const WeightMatrix& w, int block, const kernels::KernelSet& ks) {
-  return block == kQK8_0 && ks.quads;
+  return block == kQK8_0 && ks.quads && !(w.packed && ks.packed);
 }
 
 // Decode splits a matrix into groups of 16 rows, which keep each thread's slice of y on its own
@@ -396,6 +396,100 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
       g0 = end;
     }
   });
+}
+
+bool matmul_packs(const WeightMatrix& w, CpuIsa isa) {
+  return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0) && isa_supported(isa) &&
+         kernels_for(isa).packed;
+}
+
+size_t matmul_packed_bytes(const WeightMatrix& w) {
+  const auto groups = static_cast<size_t>((w.rows + kPackedRows - 1) / kPackedRows);
+  return groups * kPackedRows * ggml_row_bytes(w.type, w.cols);
+}
+
+namespace {
+
+// Byte offsets within a packed group of kPackedRows rows of `cols` values: where the scales
+// begin (after the values' words), and the word of value `k` (a multiple of 4) of row `i`.
+size_t packed_scales_offset(GgmlType type, int64_t cols) {
+  return static_cast<size_t>(cols) * kPackedRows / (type == GgmlType::Q8_0 ? 1 : 2);
+}
+
+size_t packed_word_offset(GgmlType type, int64_t k, int64_t i) {
+  if (type == GgmlType::Q8_0) return static_cast<size_t>((k / 4 * kPackedRows + i) * 4);
+  // Q4_0: word j of block b holds stored bytes 4j..4j+3, i.e. values 4j.. and 16 + 4j..
+  const int64_t b = k / kQK8_0, j = k % kQK8_0 % 16 / 4;
+  return static_cast<size_t>(((b * 4 + j) * kPackedRows + i) * 4);
+}
+
+void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
+  const int64_t nb = w.cols / kQK8_0;
+  const size_t scales = packed_scales_offset(w.type, w.cols);
+  const bool q8 = w.type == GgmlType::Q8_0;
+  for (int64_t i = 0; i < kPackedRows; ++i) {
+    const int64_t r = g * kPackedRows + i;
+    const std::byte* row = r < w.rows ? w.data + r * w.row_bytes : nullptr;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint16_t d = 0;
+      uint8_t v[kQK8_0];
+      if (row == nullptr) {
+        std::memset(v, q8 ? 0x80 : 0x88, sizeof v);  // zero values
+      } else if (q8) {
+        const std::byte* blk = row + b * 34;
+        std::memcpy(&d, blk, 2);
+        std::memcpy(v, blk + 2, kQK8_0);
+        for (uint8_t& c : v) c ^= 0x80;
+      } else {
+        const std::byte* blk = row + b * 18;
+        std::memcpy(&d, blk, 2);
+        std::memcpy(v, blk + 2, 16);
+      }
+      std::memcpy(out + scales + static_cast<size_t>((b * kPackedRows + i) * 2), &d, 2);
+      for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4)
+        std::memcpy(out + packed_word_offset(w.type, b * kQK8_0 + k, i), v + k, 4);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
+  validate(w);
+  if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0)
+    throw std::invalid_argument("matmul_pack: weights of type " +
+                                std::string(ggml_type_name(w.type)) + " are not packed");
+  const int64_t groups = (w.rows + kPackedRows - 1) / kPackedRows;
+  const size_t group_bytes = kPackedRows * ggml_row_bytes(w.type, w.cols);
+  pool.parallel_for(groups, [&](int64_t g0, int64_t g1, int) {
+    for (int64_t g = g0; g < g1; ++g) pack_group(w, g, out + static_cast<size_t>(g) * group_bytes);
+  });
+}
+
+void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
+  const std::byte* group =
+      w.packed + static_cast<size_t>(r / kPackedRows) * kPackedRows * w.row_bytes;
+  const int64_t i = r % kPackedRows;
+  const size_t scales = packed_scales_offset(w.type, w.cols);
+  const bool q8 = w.type == GgmlType::Q8_0;
+  for (int64_t b = 0; b < w.cols / kQK8_0; ++b) {
+    uint16_t h;
+    std::memcpy(&h, group + scales + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
+    const float d = fp16_to_fp32(h);
+    float* o = out + b * kQK8_0;
+    for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4) {
+      uint8_t v[4];
+      std::memcpy(v, group + packed_word_offset(w.type, b * kQK8_0 + k, i), 4);
+      for (int j = 0; j < 4; ++j) {
+        if (q8) {
+          o[k + j] = d * static_cast<float>(static_cast<int>(v[j]) - 128);
+        } else {
+          o[k + j] = d * static_cast<float>((v[j] & 0xF) - 8);
+          o[k + j + 16] = d * static_cast<float>((v[j] >> 4) - 8);
+        }
+      }
+    }
+  }
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {

@@ -16,13 +16,43 @@
 namespace ghostline::engine::cpu {
 
 // A 2-D GGUF tensor: `rows` rows of `cols` values of `type`, each row `row_bytes` long.
+// `packed`, where set, is the same matrix as matmul_pack writes it; the kernel levels that read
+// that layout use it instead of `data`, which must stay valid for the others.
 struct WeightMatrix {
   GgmlType type;
   int64_t rows;
   int64_t cols;
   const std::byte* data;
   size_t row_bytes;
+  const std::byte* packed = nullptr;
 };
+
+// Packed weights. Decode of a GGUF row reads its blocks one by one, and a block of 18 or 34
+// bytes lies across vector lanes: regathering it costs more instructions than the memory it
+// comes from takes time. Packed, the rows come in groups of kPackedRows, word-interleaved: one
+// vector holds 4 consecutive values (Q4_0: 4 stored bytes) of 16 rows, so one multiply-add of
+// a vector by 4 values of the input advances 16 rows, and the int8 prefill reads the layout as
+// its own panels. Each group of 32 rows is 32 * row_bytes long (the last one padded with zero
+// rows): for Q8_0, [cols / 4][32] words of value + 128; for Q4_0, per block [4][32] words of
+// 4 stored bytes (low nibbles: values 4k..4k+3 of the block, high: 16 + 4k..); then the
+// scales, [cols / 32][32] fp16.
+inline constexpr int64_t kPackedRows = 32;
+
+// Whether kernel level `isa` reads packed weights of w's type (Q8_0 and Q4_0 where it has
+// 512-bit VNNI).
+bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
+
+// Bytes matmul_pack writes for w (whole groups of kPackedRows rows).
+size_t matmul_packed_bytes(const WeightMatrix& w);
+
+// Writes w's rows packed into `out` (matmul_packed_bytes(w) bytes, 64-byte aligned), groups
+// shared over the pool. Throws std::invalid_argument for a type matmul_packs never accepts.
+void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool);
+
+// Row r of w dequantized from w.packed into out[0 .. w.cols): what dequantize_row gives for
+// the same row of w.data (the embedding lookup of a model whose output matrix is its
+// embedding table).
+void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out);
 
 // Whether matmul handles weights of `type` (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
 // IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
