@@ -99,15 +99,31 @@ std::unique_ptr<std::byte[]> make_weights(GgmlType type, int64_t rows, int64_t c
   return data;
 }
 
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
 struct Matrix {
   std::unique_ptr<std::byte[]> data;
+  std::unique_ptr<std::byte, FreeDeleter> packed;
   cpu::WeightMatrix w;
 };
 
-Matrix make_matrix(GgmlType type, const Shape& shape, uint64_t seed) {
+// A matrix of random weights, packed as the CPU backend packs it where kernel level `isa`
+// reads packed weights of its type (the file's rows then are not read).
+Matrix make_matrix(GgmlType type, const Shape& shape, uint64_t seed, cpu::CpuIsa isa,
+                   cpu::ThreadPool& pool) {
   Matrix m;
   m.data = make_weights(type, shape.rows, shape.cols, seed);
   m.w = {type, shape.rows, shape.cols, m.data.get(), engine::ggml_row_bytes(type, shape.cols)};
+  if (cpu::matmul_packs(m.w, isa)) {
+    const size_t bytes = (cpu::matmul_packed_bytes(m.w) + 63) / 64 * 64;
+    m.packed.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+    cpu::matmul_pack(m.w, m.packed.get(), pool);
+    m.w.packed = m.packed.get();
+    m.data.reset();
+    m.w.data = nullptr;
+  }
   return m;
 }
 
@@ -133,7 +149,7 @@ void bench_decode_shape(const Options& o, GgmlType type, const Shape& shape, dou
   const int distinct = o.in_cache ? 1 : copies;
   if (o.in_cache && bytes > (8u << 20)) return;
   std::vector<Matrix> ms;
-  for (int c = 0; c < distinct; ++c) ms.push_back(make_matrix(type, shape, c + 1));
+  for (int c = 0; c < distinct; ++c) ms.push_back(make_matrix(type, shape, c + 1, o.isa, pool));
   std::vector<float> x(shape.cols, 0.5f), y(shape.rows);
   for (int c = 0; c < copies; ++c)
     cpu::matmul(ms[c % distinct].w, x.data(), 1, y.data(), pool, o.isa);
@@ -154,7 +170,7 @@ void bench_decode_shape(const Options& o, GgmlType type, const Shape& shape, dou
 
 void bench_prefill_shape(const Options& o, GgmlType type, const Shape& shape, double peak,
                          cpu::ThreadPool& pool) {
-  auto m = make_matrix(type, shape, 7);
+  auto m = make_matrix(type, shape, 7, o.isa, pool);
   const int64_t n = o.prefill_tokens;
   std::vector<float> x(n * shape.cols), y(n * shape.rows);
   uint64_t s = 99;
@@ -190,8 +206,8 @@ void bench_model_decode(const Options& o, GgmlType type, double bw, cpu::ThreadP
   uint64_t seed = 1000;
   for (int l = 0; l < kLayers; ++l)
     for (const Shape* s : {&kQ, &kKV, &kKV, &kQ, &kUp, &kUp, &kDown})
-      ms.push_back(make_matrix(type, *s, ++seed));
-  ms.push_back(make_matrix(type, kOut, ++seed));
+      ms.push_back(make_matrix(type, *s, ++seed, o.isa, pool));
+  ms.push_back(make_matrix(type, kOut, ++seed, o.isa, pool));
   double bytes = 0;
   for (auto& m : ms) bytes += double(m.w.row_bytes) * m.w.rows;
   std::vector<float> x(4864, 0.25f), y(kOut.rows);
