@@ -411,7 +411,7 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(7 + static_cast<unsigned>(type));
     const int64_t rows = 45, cols = 96;
@@ -435,7 +435,7 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
 // it gives alone, with rows split between 1 to 3 threads at any 16-row boundary.
 TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(11 + static_cast<unsigned>(type));
     const int64_t rows = 77, cols = 288;

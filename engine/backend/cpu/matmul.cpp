@@ -399,8 +399,8 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
 }
 
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa) {
-  return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0) && isa_supported(isa) &&
-         kernels_for(isa).packed;
+  return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0 || w.type == GgmlType::Q5_0) &&
+         isa_supported(isa) && kernels_for(isa).packed;
 }
 
 size_t matmul_packed_bytes(const WeightMatrix& w) {
@@ -410,44 +410,66 @@ size_t matmul_packed_bytes(const WeightMatrix& w) {
 
 namespace {
 
-// Byte offsets within a packed group of kPackedRows rows of `cols` values: where the scales
-// begin (after the values' words), and the word of value `k` (a multiple of 4) of row `i`.
+// Byte offsets within a packed group of kPackedRows rows of `cols` values: where Q5_0's masks
+// and the scales begin, and the word of value `k` (a multiple of 4) of row `i`.
+size_t packed_masks_offset(int64_t cols) {
+  return static_cast<size_t>(cols) * kPackedRows / 2;
+}
+
 size_t packed_scales_offset(GgmlType type, int64_t cols) {
-  return static_cast<size_t>(cols) * kPackedRows / (type == GgmlType::Q8_0 ? 1 : 2);
+  const auto c = static_cast<size_t>(cols);
+  return type == GgmlType::Q8_0 ? c * kPackedRows : type == GgmlType::Q5_0 ? c * 20 : c * 16;
 }
 
 size_t packed_word_offset(GgmlType type, int64_t k, int64_t i) {
   if (type == GgmlType::Q8_0) return static_cast<size_t>((k / 4 * kPackedRows + i) * 4);
-  // Q4_0: word j of block b holds stored bytes 4j..4j+3, i.e. values 4j.. and 16 + 4j..
+  // 4-bit types: word j of block b holds stored bytes 4j..4j+3, values 4j.. and 16 + 4j..
   const int64_t b = k / kQK8_0, j = k % kQK8_0 % 16 / 4;
   return static_cast<size_t>(((b * 4 + j) * kPackedRows + i) * 4);
+}
+
+// Q5_0's mask of block b, word j, for row i: the low nibbles' (high = false) or the high ones'.
+size_t packed_mask_offset(int64_t cols, int64_t b, int64_t j, int64_t i, bool high) {
+  return packed_masks_offset(cols) +
+         static_cast<size_t>((((b * 4 + j) * 2 + i / 16) * 2 + (high ? 1 : 0)) * 8);
 }
 
 void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   const int64_t nb = w.cols / kQK8_0;
   const size_t scales = packed_scales_offset(w.type, w.cols);
-  const bool q8 = w.type == GgmlType::Q8_0;
+  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
+  const size_t block_bytes = ggml_type_traits(w.type).block_bytes;
+  if (q5) std::memset(out + packed_masks_offset(w.cols), 0, static_cast<size_t>(w.cols) * 4);
   for (int64_t i = 0; i < kPackedRows; ++i) {
     const int64_t r = g * kPackedRows + i;
     const std::byte* row = r < w.rows ? w.data + r * w.row_bytes : nullptr;
     for (int64_t b = 0; b < nb; ++b) {
+      const std::byte* blk = row ? row + b * block_bytes : nullptr;
       uint16_t d = 0;
+      uint32_t qh = 0;
       uint8_t v[kQK8_0];
-      if (row == nullptr) {
-        std::memset(v, q8 ? 0x80 : 0x88, sizeof v);  // zero values
-      } else if (q8) {
-        const std::byte* blk = row + b * 34;
-        std::memcpy(&d, blk, 2);
-        std::memcpy(v, blk + 2, kQK8_0);
-        for (uint8_t& c : v) c ^= 0x80;
+      if (blk == nullptr) {
+        std::memset(v, q8 ? 0x80 : q5 ? 0x00 : 0x88, sizeof v);  // zero values (with qh)
+        if (q5) qh = 0xFFFFFFFF;
       } else {
-        const std::byte* blk = row + b * 18;
         std::memcpy(&d, blk, 2);
-        std::memcpy(v, blk + 2, 16);
+        if (q5) std::memcpy(&qh, blk + 2, 4);
+        std::memcpy(v, blk + (q5 ? 6 : 2), q8 ? kQK8_0 : 16);
+        if (q8)
+          for (uint8_t& c : v) c ^= 0x80;
       }
       std::memcpy(out + scales + static_cast<size_t>((b * kPackedRows + i) * 2), &d, 2);
-      for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4)
+      for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4) {
         std::memcpy(out + packed_word_offset(w.type, b * kQK8_0 + k, i), v + k, 4);
+        if (!q5) continue;
+        for (bool high : {false, true}) {
+          uint64_t m;
+          const size_t at = packed_mask_offset(w.cols, b, k / 4, i, high);
+          std::memcpy(&m, out + at, 8);
+          m |= uint64_t{(qh >> (k + (high ? 16 : 0))) & 0xF} << (i % 16 * 4);
+          std::memcpy(out + at, &m, 8);
+        }
+      }
     }
   }
 }
@@ -456,7 +478,7 @@ void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
 
 void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
   validate(w);
-  if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0)
+  if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0 && w.type != GgmlType::Q5_0)
     throw std::invalid_argument("matmul_pack: weights of type " +
                                 std::string(ggml_type_name(w.type)) + " are not packed");
   const int64_t groups = (w.rows + kPackedRows - 1) / kPackedRows;
@@ -471,7 +493,7 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
       w.packed + static_cast<size_t>(r / kPackedRows) * kPackedRows * w.row_bytes;
   const int64_t i = r % kPackedRows;
   const size_t scales = packed_scales_offset(w.type, w.cols);
-  const bool q8 = w.type == GgmlType::Q8_0;
+  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
   for (int64_t b = 0; b < w.cols / kQK8_0; ++b) {
     uint16_t h;
     std::memcpy(&h, group + scales + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
@@ -480,9 +502,20 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
     for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4) {
       uint8_t v[4];
       std::memcpy(v, group + packed_word_offset(w.type, b * kQK8_0 + k, i), 4);
+      uint64_t lo_bits = 0, hi_bits = 0;
+      if (q5) {
+        std::memcpy(&lo_bits, group + packed_mask_offset(w.cols, b, k / 4, i, false), 8);
+        std::memcpy(&hi_bits, group + packed_mask_offset(w.cols, b, k / 4, i, true), 8);
+      }
       for (int j = 0; j < 4; ++j) {
         if (q8) {
           o[k + j] = d * static_cast<float>(static_cast<int>(v[j]) - 128);
+        } else if (q5) {
+          const int shift = static_cast<int>(i % 16 * 4 + j);
+          const int lo_bit = static_cast<int>((lo_bits >> shift) & 1);
+          const int hi_bit = static_cast<int>((hi_bits >> shift) & 1);
+          o[k + j] = d * static_cast<float>((v[j] & 0xF) + 16 * lo_bit - 16);
+          o[k + j + 16] = d * static_cast<float>((v[j] >> 4) + 16 * hi_bit - 16);
         } else {
           o[k + j] = d * static_cast<float>((v[j] & 0xF) - 8);
           o[k + j + 16] = d * static_cast<float>((v[j] >> 4) - 8);

@@ -27,19 +27,22 @@ struct WeightMatrix {
   const std::byte* packed = nullptr;
 };
 
-// Packed weights. Decode of a GGUF row reads its blocks one by one, and a block of 18 or 34
+// Packed weights. Decode of a GGUF row reads its blocks one by one, and a block of 18 to 34
 // bytes lies across vector lanes: regathering it costs more instructions than the memory it
 // comes from takes time. Packed, the rows come in groups of kPackedRows, word-interleaved: one
-// vector holds 4 consecutive values (Q4_0: 4 stored bytes) of 16 rows, so one multiply-add of
-// a vector by 4 values of the input advances 16 rows, and the int8 prefill reads the layout as
-// its own panels. Each group of 32 rows is 32 * row_bytes long (the last one padded with zero
-// rows): for Q8_0, [cols / 4][32] words of value + 128; for Q4_0, per block [4][32] words of
-// 4 stored bytes (low nibbles: values 4k..4k+3 of the block, high: 16 + 4k..); then the
-// scales, [cols / 32][32] fp16.
+// vector holds 4 consecutive values (4-bit types: 4 stored bytes) of 16 rows, so one
+// multiply-add of a vector by 4 values of the input advances 16 rows, and the int8 prefill
+// reads the layout as its own panels. Each group of 32 rows is 32 * row_bytes long (the last
+// one padded with zero rows):
+// - Q8_0: [cols / 4][32] words of value + 128;
+// - Q4_0 and Q5_0: per block [4][32] words of 4 stored bytes (low nibbles: values 4k..4k+3 of
+//   the block, high: 16 + 4k..); Q5_0 then per block [4][2 halves of 16 rows] two 64-bit
+//   masks, each bit the fifth bit of one byte's low (first mask) or high nibble;
+// - then the scales, [cols / 32][32] fp16.
 inline constexpr int64_t kPackedRows = 32;
 
-// Whether kernel level `isa` reads packed weights of w's type (Q8_0 and Q4_0 where it has
-// 512-bit VNNI).
+// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0 and Q5_0 where it
+// has 512-bit VNNI).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows).
