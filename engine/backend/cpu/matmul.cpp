@@ -434,43 +434,45 @@ size_t packed_mask_offset(int64_t cols, int64_t b, int64_t j, int64_t i, bool hi
          static_cast<size_t>((((b * 4 + j) * 2 + i / 16) * 2 + (high ? 1 : 0)) * 8);
 }
 
+// Block by block, each of the group's rows in turn (a group's rows are contiguous, so this
+// stays in cache), a word at a time. Rows past the matrix are zero values with zero scales.
 void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   const int64_t nb = w.cols / kQK8_0;
-  const size_t scales = packed_scales_offset(w.type, w.cols);
   const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
   const size_t block_bytes = ggml_type_traits(w.type).block_bytes;
-  if (q5) std::memset(out + packed_masks_offset(w.cols), 0, static_cast<size_t>(w.cols) * 4);
-  for (int64_t i = 0; i < kPackedRows; ++i) {
-    const int64_t r = g * kPackedRows + i;
-    const std::byte* row = r < w.rows ? w.data + r * w.row_bytes : nullptr;
-    for (int64_t b = 0; b < nb; ++b) {
-      const std::byte* blk = row ? row + b * block_bytes : nullptr;
+  const int words = q8 ? 8 : 4;  // per block and row
+  const size_t qs = q5 ? 6 : 2;  // where a block's values begin
+  const uint32_t flip = q8 ? 0x80808080u : 0;
+  const uint32_t zero = q8 ? 0x80808080u : q5 ? 0 : 0x88888888u;
+  auto* out_words = reinterpret_cast<uint32_t*>(out);
+  auto* out_scales = reinterpret_cast<uint16_t*>(out + packed_scales_offset(w.type, w.cols));
+  auto* out_masks = reinterpret_cast<uint64_t*>(out + packed_masks_offset(w.cols));
+  for (int64_t b = 0; b < nb; ++b) {
+    uint64_t masks[4][2][2] = {};  // Q5_0: [word][half][low, high nibbles]
+    for (int64_t i = 0; i < kPackedRows; ++i) {
+      const int64_t r = g * kPackedRows + i;
+      uint32_t* dst = out_words + (b * words * kPackedRows + i);
       uint16_t d = 0;
-      uint32_t qh = 0;
-      uint8_t v[kQK8_0];
-      if (blk == nullptr) {
-        std::memset(v, q8 ? 0x80 : q5 ? 0x00 : 0x88, sizeof v);  // zero values (with qh)
-        if (q5) qh = 0xFFFFFFFF;
-      } else {
+      uint32_t qh = 0xFFFFFFFF;  // Q5_0's zero: 16 - 16
+      if (r < w.rows) {
+        const std::byte* blk = w.data + r * w.row_bytes + b * block_bytes;
         std::memcpy(&d, blk, 2);
         if (q5) std::memcpy(&qh, blk + 2, 4);
-        std::memcpy(v, blk + (q5 ? 6 : 2), q8 ? kQK8_0 : 16);
-        if (q8)
-          for (uint8_t& c : v) c ^= 0x80;
-      }
-      std::memcpy(out + scales + static_cast<size_t>((b * kPackedRows + i) * 2), &d, 2);
-      for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4) {
-        std::memcpy(out + packed_word_offset(w.type, b * kQK8_0 + k, i), v + k, 4);
-        if (!q5) continue;
-        for (bool high : {false, true}) {
-          uint64_t m;
-          const size_t at = packed_mask_offset(w.cols, b, k / 4, i, high);
-          std::memcpy(&m, out + at, 8);
-          m |= uint64_t{(qh >> (k + (high ? 16 : 0))) & 0xF} << (i % 16 * 4);
-          std::memcpy(out + at, &m, 8);
+        for (int k = 0; k < words; ++k) {
+          uint32_t v;
+          std::memcpy(&v, blk + qs + 4 * k, 4);
+          dst[k * kPackedRows] = v ^ flip;
         }
+      } else {
+        for (int k = 0; k < words; ++k) dst[k * kPackedRows] = zero;
       }
+      out_scales[b * kPackedRows + i] = d;
+      if (q5)
+        for (int k = 0; k < 4; ++k)
+          for (int high = 0; high < 2; ++high)
+            masks[k][i / 16][high] |= uint64_t{(qh >> (4 * k + 16 * high)) & 0xF} << (i % 16 * 4);
     }
+    if (q5) std::memcpy(out_masks + b * 16, masks, sizeof masks);
   }
 }
 
