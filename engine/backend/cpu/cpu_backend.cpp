@@ -257,40 +257,72 @@ class CpuBackend final : public Backend {
     ops_.fp32_to_fp16(v, kv_.kv_dim(), vd);
   }
 
-  // Packs the matrices the active kernel level reads packed (cpu::matmul_pack) and lets go of
-  // the file's pages of each, a slice of rows at a time, so that the weights are resident
-  // once, even while packing; the packed copy is locked where the file was.
+  // Packs the matrices the active kernel level reads packed (cpu::matmul_pack) into one
+  // arena, and lets go of the file's pages of each a slice of rows at a time, so that the
+  // weights are resident once, even while packing; the arena is locked where the file was.
   void pack_weights(const Model& model) {
     constexpr int64_t kSliceBytes = 8 << 20;
     const cpu::CpuIsa isa = cpu::active_isa();
-    const GgufFile& file = model.file();
-    auto pack = [&](cpu::WeightMatrix& m) {
-      if (m.data == nullptr || !cpu::matmul_packs(m, isa)) return;
-      const size_t bytes = (cpu::matmul_packed_bytes(m) + 63) / 64 * 64;
-      auto* out = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
-      if (out == nullptr) throw std::bad_alloc();
-      packed_.emplace_back(out);
-      const int64_t slice_rows =
-          std::max<int64_t>(1, kSliceBytes / int64_t(cpu::kPackedRows * m.row_bytes)) *
-          cpu::kPackedRows;
-      for (int64_t r = 0; r < m.rows; r += slice_rows) {
-        cpu::WeightMatrix slice = m;
-        slice.rows = std::min(slice_rows, m.rows - r);
-        slice.data = m.data + size_t(r) * m.row_bytes;
-        cpu::matmul_pack(slice, out + size_t(r) * m.row_bytes, compute_);
-        file.release(slice.data, size_t(slice.rows) * m.row_bytes);
-      }
-      m.packed = out;
-      if (file.locked()) ::mlock(out, bytes);  // as the file was: best effort
-    };
+    std::vector<cpu::WeightMatrix*> todo;
     for (LayerMatrices& l : layers_)
       for (cpu::WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-        pack(*m);
-    pack(output_);
+        if (m->data != nullptr && cpu::matmul_packs(*m, isa)) todo.push_back(m);
+    if (output_.data != nullptr && cpu::matmul_packs(output_, isa)) todo.push_back(&output_);
+    auto padded = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+    size_t total = 0;
+    for (const cpu::WeightMatrix* m : todo) total += padded(cpu::matmul_packed_bytes(*m));
+    if (total == 0) return;
+    packed_ = PackedArena(total);
+    const GgufFile& file = model.file();
+    std::byte* out = packed_.data();
+    for (cpu::WeightMatrix* m : todo) {
+      const int64_t slice_rows =
+          std::max<int64_t>(1, kSliceBytes / int64_t(cpu::kPackedRows * m->row_bytes)) *
+          cpu::kPackedRows;
+      for (int64_t r = 0; r < m->rows; r += slice_rows) {
+        cpu::WeightMatrix slice = *m;
+        slice.rows = std::min(slice_rows, m->rows - r);
+        slice.data = m->data + size_t(r) * m->row_bytes;
+        cpu::matmul_pack(slice, out + size_t(r) * m->row_bytes, compute_);
+        file.release(slice.data, size_t(slice.rows) * m->row_bytes);
+      }
+      m->packed = out;
+      out += padded(cpu::matmul_packed_bytes(*m));
+    }
+    if (file.locked()) ::mlock(packed_.data(), total);  // as the file was: best effort
   }
 
-  struct FreeDeleter {
-    void operator()(std::byte* p) const { std::free(p); }
+  // Anonymous memory for packed weights, in 2 MiB pages where the kernel allows them: decode
+  // streams all of it every token, and fewer pages mean fewer TLB misses (and fewer faults
+  // while packing).
+  class PackedArena {
+   public:
+    PackedArena() = default;
+    explicit PackedArena(size_t bytes) : bytes_(bytes + kHugePage) {
+      void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      mapping_ = p;
+      const auto start = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
+      data_ = reinterpret_cast<std::byte*>(start);
+      ::madvise(data_, bytes, MADV_HUGEPAGE);  // advice: refused where THP is off
+    }
+    PackedArena(const PackedArena&) = delete;
+    PackedArena& operator=(PackedArena&& o) noexcept {
+      std::swap(mapping_, o.mapping_);
+      std::swap(bytes_, o.bytes_);
+      std::swap(data_, o.data_);
+      return *this;
+    }
+    ~PackedArena() {
+      if (mapping_ != nullptr) ::munmap(mapping_, bytes_);
+    }
+    std::byte* data() const { return data_; }
+
+   private:
+    static constexpr size_t kHugePage = size_t{2} << 20;
+    void* mapping_ = nullptr;
+    size_t bytes_ = 0;
+    std::byte* data_ = nullptr;
   };
 
   // Per-thread attention scratch: one block of keys widened to float and transposed, and the
@@ -390,8 +422,7 @@ class CpuBackend final : public Backend {
   const cpu::VecOps& ops_;
   std::vector<LayerMatrices> layers_;
   cpu::WeightMatrix output_;
-  std::vector<std::unique_ptr<std::byte, FreeDeleter>>
-      packed_;  // what the matrices' packed point to
+  PackedArena packed_;  // what the matrices' `packed` point into
   std::vector<double> inv_freq_;
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, rope_cos_, rope_sin_;
   std::vector<AttentionScratch> scratch_;
