@@ -410,17 +410,10 @@ size_t matmul_packed_bytes(const WeightMatrix& w) {
 
 namespace {
 
-// Byte offsets within a packed group of kPackedRows rows of `cols` values: where Q5_0's masks
-// and the scales begin, and the word of value `k` (a multiple of 4) of row `i`.
-size_t packed_masks_offset(int64_t cols) {
-  return static_cast<size_t>(cols) * kPackedRows / 2;
-}
+using kernels::packed_masks_offset;
+using kernels::packed_scales_offset;
 
-size_t packed_scales_offset(GgmlType type, int64_t cols) {
-  const auto c = static_cast<size_t>(cols);
-  return type == GgmlType::Q8_0 ? c * kPackedRows : type == GgmlType::Q5_0 ? c * 20 : c * 16;
-}
-
+// Byte offset within a packed group of the word of value `k` (a multiple of 4) of row `i`.
 size_t packed_word_offset(GgmlType type, int64_t k, int64_t i) {
   if (type == GgmlType::Q8_0) return static_cast<size_t>((k / 4 * kPackedRows + i) * 4);
   // 4-bit types: word j of block b holds stored bytes 4j..4j+3, values 4j.. and 16 + 4j..

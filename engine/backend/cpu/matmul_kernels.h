@@ -93,6 +93,17 @@ struct KernelSet {
   bool packed = false;
 };
 
+// Where Q5_0's masks and the scales of a packed group of rows of `cols` values begin (the layout
+// of matmul_pack, in matmul.h).
+constexpr int64_t packed_masks_offset(int64_t cols) {
+  return cols * kPackedRows / 2;
+}
+constexpr int64_t packed_scales_offset(GgmlType type, int64_t cols) {
+  return type == GgmlType::Q8_0   ? cols * kPackedRows
+         : type == GgmlType::Q5_0 ? cols * 20
+                                  : cols * 16;
+}
+
 const KernelSet& scalar_kernels();
 const KernelSet& avx2_kernels();    // call only when isa_supported(CpuIsa::kAvx2)
 const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx512)
