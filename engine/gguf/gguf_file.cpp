@@ -291,14 +291,16 @@ class GgufFile::Mapping {
   bool locked() const { return residency_ == Residency::kLocked; }
 
   void release(const std::byte* p, size_t n) const {
-    if (residency_ == Residency::kCopied || n == 0) return;
+    if (n == 0) return;
     const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
     if (end <= begin) return;
     void* start = reinterpret_cast<void*>(begin);
     if (residency_ == Residency::kLocked) ::munlock(start, end - begin);
-    ::madvise(start, end - begin, MADV_DONTNEED);  // advice: the data stays valid either way
+    // On a private file mapping this drops the pages, anonymous copies included; the file
+    // backs them again, so the data reads the same.
+    ::madvise(start, end - begin, MADV_DONTNEED);
   }
 
  private:

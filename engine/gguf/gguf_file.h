@@ -105,9 +105,9 @@ class GgufFile {
   bool locked() const;
 
   // Drops the pages that lie wholly inside [p, p + n) from this process's memory, for data
-  // that has been copied elsewhere (a later read maps them from the file again). Pages that
-  // lock_resident locked are unlocked first; where it had to copy the data into anonymous
-  // memory, that copy is the only one and nothing is dropped.
+  // that has been copied elsewhere: a later read maps them from the file again. Pages that
+  // lock_resident locked are unlocked first; where it copied them into anonymous memory
+  // instead, the copies are dropped (the mapping is private, so the file's pages come back).
   void release(const std::byte* p, size_t n) const;
 
  private:
