@@ -411,14 +411,15 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K}) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(7 + static_cast<unsigned>(type));
-    const int64_t rows = 45, cols = 96;
+    const int64_t rows = 45, cols = type == GgmlType::Q4_K ? 512 : 96;
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ASSERT_TRUE(matmul_packs(w, CpuIsa::kAvx512));
-    EXPECT_EQ(matmul_packed_bytes(w), 64 * w.row_bytes);  // two groups, the second padded
+    // Two groups, the second padded; Q4_K's scales take a little more room unpacked.
+    EXPECT_EQ(matmul_packed_bytes(w), type == GgmlType::Q4_K ? 2 * 2 * 4736 : 64 * w.row_bytes);
     std::vector<std::byte> storage;
     const WeightMatrix packed = layouts(w, CpuIsa::kAvx512, pool, storage).back();
     std::vector<float> expected(cols), got(cols);
@@ -435,10 +436,10 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
 // it gives alone, with rows split between 1 to 3 threads at any 16-row boundary.
 TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K}) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(11 + static_cast<unsigned>(type));
-    const int64_t rows = 77, cols = 288;
+    const int64_t rows = 77, cols = type == GgmlType::Q4_K ? 768 : 288;
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ThreadPool pool(2);
@@ -471,8 +472,8 @@ TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
 }
 
 TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
-  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q4_K, 256));
-  const WeightMatrix k{GgmlType::Q4_K, 1, 256, data.data(), data.size()};
+  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q6_K, 256));
+  const WeightMatrix k{GgmlType::Q6_K, 1, 256, data.data(), data.size()};
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvx2));

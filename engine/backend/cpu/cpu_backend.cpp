@@ -280,10 +280,11 @@ class CpuBackend final : public Backend {
           std::max<int64_t>(1, kSliceBytes / int64_t(cpu::kPackedRows * m->row_bytes)) *
           cpu::kPackedRows;
       for (int64_t r = 0; r < m->rows; r += slice_rows) {
-        cpu::WeightMatrix slice = *m;
+        cpu::WeightMatrix slice = *m, before = *m;
         slice.rows = std::min(slice_rows, m->rows - r);
         slice.data = m->data + size_t(r) * m->row_bytes;
-        cpu::matmul_pack(slice, out + size_t(r) * m->row_bytes, compute_);
+        before.rows = r;  // a multiple of kPackedRows: where the slice's groups begin
+        cpu::matmul_pack(slice, out + cpu::matmul_packed_bytes(before), compute_);
         file.release(slice.data, size_t(slice.rows) * m->row_bytes);
       }
       m->packed = out;

@@ -399,13 +399,14 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
 }
 
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa) {
-  return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0 || w.type == GgmlType::Q5_0) &&
+  return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0 || w.type == GgmlType::Q5_0 ||
+          w.type == GgmlType::Q4_K) &&
          isa_supported(isa) && kernels_for(isa).packed;
 }
 
 size_t matmul_packed_bytes(const WeightMatrix& w) {
   const auto groups = static_cast<size_t>((w.rows + kPackedRows - 1) / kPackedRows);
-  return groups * kPackedRows * ggml_row_bytes(w.type, w.cols);
+  return groups * static_cast<size_t>(kernels::packed_group_bytes(w.type, w.cols));
 }
 
 namespace {
@@ -469,24 +470,98 @@ void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   }
 }
 
+// Q4_K's 6-bit scale and min of sub-block j from a block's 12 packed bytes, as the format
+// defines them.
+void q4_k_scale_min(const uint8_t* q, int j, uint8_t& sc, uint8_t& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Q4_K, block by block as pack_group: the words, then the unpacked scales and mins, d and dmin
+// (zero for rows past the matrix).
+void pack_group_q4_k(const WeightMatrix& w, int64_t g, std::byte* out) {
+  for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
+    std::byte* blk_out = out + b * kernels::kQ4kPackedBytes;
+    auto* words = reinterpret_cast<uint32_t*>(blk_out);
+    auto* scales = reinterpret_cast<uint8_t*>(blk_out + kernels::kQ4kScalesAt);
+    auto* mins = reinterpret_cast<uint8_t*>(blk_out + kernels::kQ4kMinsAt);
+    auto* d = reinterpret_cast<uint16_t*>(blk_out + kernels::kQ4kDAt);
+    auto* dmin = reinterpret_cast<uint16_t*>(blk_out + kernels::kQ4kDminAt);
+    for (int64_t i = 0; i < kPackedRows; ++i) {
+      const int64_t r = g * kPackedRows + i;
+      if (r >= w.rows) {
+        for (int k = 0; k < 32; ++k) words[k * kPackedRows + i] = 0;
+        for (int j = 0; j < 8; ++j) scales[j * kPackedRows + i] = mins[j * kPackedRows + i] = 0;
+        d[i] = dmin[i] = 0;
+        continue;
+      }
+      BlockQ4_K blk;
+      std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(BlockQ4_K), sizeof blk);
+      for (int k = 0; k < 32; ++k) std::memcpy(&words[k * kPackedRows + i], blk.qs + 4 * k, 4);
+      for (int j = 0; j < 8; ++j)
+        q4_k_scale_min(blk.scales, j, scales[j * kPackedRows + i], mins[j * kPackedRows + i]);
+      d[i] = blk.d;
+      dmin[i] = blk.dmin;
+    }
+  }
+}
+
 }  // namespace
 
 void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
   validate(w);
-  if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0 && w.type != GgmlType::Q5_0)
+  if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0 && w.type != GgmlType::Q5_0 &&
+      w.type != GgmlType::Q4_K)
     throw std::invalid_argument("matmul_pack: weights of type " +
                                 std::string(ggml_type_name(w.type)) + " are not packed");
   const int64_t groups = (w.rows + kPackedRows - 1) / kPackedRows;
-  const size_t group_bytes = kPackedRows * ggml_row_bytes(w.type, w.cols);
+  const auto group_bytes = static_cast<size_t>(kernels::packed_group_bytes(w.type, w.cols));
   pool.parallel_for(groups, [&](int64_t g0, int64_t g1, int) {
-    for (int64_t g = g0; g < g1; ++g) pack_group(w, g, out + static_cast<size_t>(g) * group_bytes);
+    for (int64_t g = g0; g < g1; ++g) {
+      std::byte* group = out + static_cast<size_t>(g) * group_bytes;
+      if (w.type == GgmlType::Q4_K)
+        pack_group_q4_k(w, g, group);
+      else
+        pack_group(w, g, group);
+    }
   });
 }
 
 void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
   const std::byte* group =
-      w.packed + static_cast<size_t>(r / kPackedRows) * kPackedRows * w.row_bytes;
+      w.packed + (r / kPackedRows) * kernels::packed_group_bytes(w.type, w.cols);
   const int64_t i = r % kPackedRows;
+  if (w.type == GgmlType::Q4_K) {
+    // In the order of dequantize_row: per pair of sub-blocks, their scales and mins, then the
+    // low nibbles of its 32 bytes and the high ones.
+    for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
+      const std::byte* blk = group + b * kernels::kQ4kPackedBytes;
+      auto u8 = [&](int64_t at) { return static_cast<uint8_t>(blk[at]); };
+      uint16_t h;
+      std::memcpy(&h, blk + kernels::kQ4kDAt + 2 * i, 2);
+      const float d = fp16_to_fp32(h);
+      std::memcpy(&h, blk + kernels::kQ4kDminAt + 2 * i, 2);
+      const float dmin = fp16_to_fp32(h);
+      for (int c = 0; c < 4; ++c) {
+        const float d1 = d * u8(kernels::kQ4kScalesAt + (2 * c) * kPackedRows + i);
+        const float m1 = dmin * u8(kernels::kQ4kMinsAt + (2 * c) * kPackedRows + i);
+        const float d2 = d * u8(kernels::kQ4kScalesAt + (2 * c + 1) * kPackedRows + i);
+        const float m2 = dmin * u8(kernels::kQ4kMinsAt + (2 * c + 1) * kPackedRows + i);
+        float* o = out + b * kQK_K + 64 * c;
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t q = u8(((8 * c + l / 4) * kPackedRows + i) * 4 + l % 4);
+          o[l] = d1 * (q & 0xF) - m1;
+          o[l + 32] = d2 * (q >> 4) - m2;
+        }
+      }
+    }
+    return;
+  }
   const size_t scales = packed_scales_offset(w.type, w.cols);
   const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
   for (int64_t b = 0; b < w.cols / kQK8_0; ++b) {

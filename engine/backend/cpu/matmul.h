@@ -32,20 +32,24 @@ struct WeightMatrix {
 // comes from takes time. Packed, the rows come in groups of kPackedRows, word-interleaved: one
 // vector holds 4 consecutive values (4-bit types: 4 stored bytes) of 16 rows, so one
 // multiply-add of a vector by 4 values of the input advances 16 rows, and the int8 prefill
-// reads the layout as its own panels. Each group of 32 rows is 32 * row_bytes long (the last
-// one padded with zero rows):
+// reads the layout as its own panels. Groups of 32 rows follow each other (the last one padded
+// with zero rows); each holds, for the 32-value types in 32 * row_bytes:
 // - Q8_0: [cols / 4][32] words of value + 128;
 // - Q4_0 and Q5_0: per block [4][32] words of 4 stored bytes (low nibbles: values 4k..4k+3 of
 //   the block, high: 16 + 4k..); Q5_0 then per block [4][2 halves of 16 rows] two 64-bit
 //   masks, each bit the fifth bit of one byte's low (first mask) or high nibble;
-// - then the scales, [cols / 32][32] fp16.
+// - then the scales, [cols / 32][32] fp16;
+// - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
+//   of the next) and its scales and mins unpacked to bytes, with d and dmin
+//   (kernels::kQ4kPackedBytes: a group takes 2.8% more than the file's rows).
 inline constexpr int64_t kPackedRows = 32;
 
-// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0 and Q5_0 where it
-// has 512-bit VNNI).
+// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0, Q5_0 and Q4_K
+// where it has 512-bit VNNI).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
-// Bytes matmul_pack writes for w (whole groups of kPackedRows rows).
+// Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of
+// kPackedRows rows, also where the packed rows after them begin).
 size_t matmul_packed_bytes(const WeightMatrix& w);
 
 // Writes w's rows packed into `out` (matmul_packed_bytes(w) bytes, 64-byte aligned), groups

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/matmul.h"
+#include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu::kernels {
 
@@ -102,6 +103,26 @@ constexpr int64_t packed_scales_offset(GgmlType type, int64_t cols) {
   return type == GgmlType::Q8_0   ? cols * kPackedRows
          : type == GgmlType::Q5_0 ? cols * 20
                                   : cols * 16;
+}
+
+// Q4_K packed: per super-block of 256 values, kQ4kPackedBytes for the group's 32 rows: the
+// words [4 pairs of sub-blocks][8][32 rows], then per sub-block [8][32] its scales and [8][32]
+// its mins as bytes, then [32] d and [32] dmin in fp16.
+inline constexpr int64_t kQ4kScalesAt = 4096, kQ4kMinsAt = 4352, kQ4kDAt = 4608, kQ4kDminAt = 4672,
+                         kQ4kPackedBytes = 4736;
+
+// Bytes of one packed group of kPackedRows rows of `cols` values of `type`.
+constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
+  switch (type) {
+    case GgmlType::Q8_0:
+      return 34 * cols;
+    case GgmlType::Q5_0:
+      return 22 * cols;
+    case GgmlType::Q4_K:
+      return cols / kQK_K * kQ4kPackedBytes;
+    default:
+      return 18 * cols;  // Q4_0
+  }
 }
 
 const KernelSet& scalar_kernels();
