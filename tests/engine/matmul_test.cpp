@@ -411,10 +411,12 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K}) {
+  for (GgmlType type :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(7 + static_cast<unsigned>(type));
-    const int64_t rows = 45, cols = type == GgmlType::Q4_K ? 512 : 96;
+    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+    const int64_t rows = 45, cols = k_quant ? 512 : 96;
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ASSERT_TRUE(matmul_packs(w, CpuIsa::kAvx512));
@@ -436,10 +438,12 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
 // it gives alone, with rows split between 1 to 3 threads at any 16-row boundary.
 TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K}) {
+  for (GgmlType type :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(11 + static_cast<unsigned>(type));
-    const int64_t rows = 77, cols = type == GgmlType::Q4_K ? 768 : 288;
+    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+    const int64_t rows = 77, cols = k_quant ? 768 : 288;
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ThreadPool pool(2);
@@ -472,8 +476,8 @@ TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
 }
 
 TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
-  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q6_K, 256));
-  const WeightMatrix k{GgmlType::Q6_K, 1, 256, data.data(), data.size()};
+  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q5_K, 256));
+  const WeightMatrix k{GgmlType::Q5_K, 1, 256, data.data(), data.size()};
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvx2));

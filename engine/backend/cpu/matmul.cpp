@@ -400,7 +400,7 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
 
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa) {
   return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0 || w.type == GgmlType::Q5_0 ||
-          w.type == GgmlType::Q4_K) &&
+          w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K) &&
          isa_supported(isa) && kernels_for(isa).packed;
 }
 
@@ -511,12 +511,33 @@ void pack_group_q4_k(const WeightMatrix& w, int64_t g, std::byte* out) {
   }
 }
 
+// Q6_K, block by block: the words of ql and of qh, the scales and d (zero past the matrix).
+void pack_group_q6_k(const WeightMatrix& w, int64_t g, std::byte* out) {
+  for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
+    std::byte* blk_out = out + b * kernels::kQ6kPackedBytes;
+    auto* low = reinterpret_cast<uint32_t*>(blk_out);
+    auto* high = reinterpret_cast<uint32_t*>(blk_out + kernels::kQ6kHighAt);
+    auto* scales = reinterpret_cast<int8_t*>(blk_out + kernels::kQ6kScalesAt);
+    auto* d = reinterpret_cast<uint16_t*>(blk_out + kernels::kQ6kDAt);
+    for (int64_t i = 0; i < kPackedRows; ++i) {
+      const int64_t r = g * kPackedRows + i;
+      BlockQ6_K blk{};
+      if (r < w.rows)
+        std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(BlockQ6_K), sizeof blk);
+      for (int k = 0; k < 32; ++k) std::memcpy(&low[k * kPackedRows + i], blk.ql + 4 * k, 4);
+      for (int k = 0; k < 16; ++k) std::memcpy(&high[k * kPackedRows + i], blk.qh + 4 * k, 4);
+      for (int j = 0; j < 16; ++j) scales[j * kPackedRows + i] = blk.scales[j];
+      d[i] = blk.d;
+    }
+  }
+}
+
 }  // namespace
 
 void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
   validate(w);
   if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0 && w.type != GgmlType::Q5_0 &&
-      w.type != GgmlType::Q4_K)
+      w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
     throw std::invalid_argument("matmul_pack: weights of type " +
                                 std::string(ggml_type_name(w.type)) + " are not packed");
   const int64_t groups = (w.rows + kPackedRows - 1) / kPackedRows;
@@ -526,6 +547,8 @@ void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
       std::byte* group = out + static_cast<size_t>(g) * group_bytes;
       if (w.type == GgmlType::Q4_K)
         pack_group_q4_k(w, g, group);
+      else if (w.type == GgmlType::Q6_K)
+        pack_group_q6_k(w, g, group);
       else
         pack_group(w, g, group);
     }
@@ -536,6 +559,38 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
   const std::byte* group =
       w.packed + (r / kPackedRows) * kernels::packed_group_bytes(w.type, w.cols);
   const int64_t i = r % kPackedRows;
+  if (w.type == GgmlType::Q6_K) {
+    // Each stored byte of ql and qh read back from its word, in the order of dequantize_row.
+    for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
+      const std::byte* blk = group + b * kernels::kQ6kPackedBytes;
+      auto byte_of = [&](int64_t at, int k) {
+        return static_cast<uint8_t>(blk[at + (k / 4 * kPackedRows + i) * 4 + k % 4]);
+      };
+      uint16_t h;
+      std::memcpy(&h, blk + kernels::kQ6kDAt + 2 * i, 2);
+      const float d = fp16_to_fp32(h);
+      auto sc = [&](int j) {
+        return static_cast<int8_t>(blk[kernels::kQ6kScalesAt + j * kPackedRows + i]);
+      };
+      for (int n = 0; n < 2; ++n) {
+        float* y = out + b * kQK_K + 128 * n;
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t ql0 = byte_of(0, 64 * n + l), ql1 = byte_of(0, 64 * n + l + 32);
+          const uint8_t qh = byte_of(kernels::kQ6kHighAt, 32 * n + l);
+          const int is = 8 * n + l / 16;
+          const int q1 = ((ql0 & 0xF) | (((qh >> 0) & 3) << 4)) - 32;
+          const int q2 = ((ql1 & 0xF) | (((qh >> 2) & 3) << 4)) - 32;
+          const int q3 = ((ql0 >> 4) | (((qh >> 4) & 3) << 4)) - 32;
+          const int q4 = ((ql1 >> 4) | (((qh >> 6) & 3) << 4)) - 32;
+          y[l + 0] = d * sc(is + 0) * q1;
+          y[l + 32] = d * sc(is + 2) * q2;
+          y[l + 64] = d * sc(is + 4) * q3;
+          y[l + 96] = d * sc(is + 6) * q4;
+        }
+      }
+    }
+    return;
+  }
   if (w.type == GgmlType::Q4_K) {
     // In the order of dequantize_row: per pair of sub-blocks, their scales and mins, then the
     // low nibbles of its 32 bytes and the high ones.

@@ -41,11 +41,13 @@ struct WeightMatrix {
 // - then the scales, [cols / 32][32] fp16;
 // - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
 //   of the next) and its scales and mins unpacked to bytes, with d and dmin
-//   (kernels::kQ4kPackedBytes: a group takes 2.8% more than the file's rows).
+//   (kernels::kQ4kPackedBytes: a group takes 2.8% more than the file's rows);
+// - Q6_K: per super-block, the words of its low bits, those of its high bits as stored (one
+//   word for two of the low bits' words), its scales and d (kernels::kQ6kPackedBytes).
 inline constexpr int64_t kPackedRows = 32;
 
-// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0, Q5_0 and Q4_K
-// where it has 512-bit VNNI).
+// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0, Q5_0, Q4_K and
+// Q6_K where it has 512-bit VNNI).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of

@@ -111,6 +111,12 @@ constexpr int64_t packed_scales_offset(GgmlType type, int64_t cols) {
 inline constexpr int64_t kQ4kScalesAt = 4096, kQ4kMinsAt = 4352, kQ4kDAt = 4608, kQ4kDminAt = 4672,
                          kQ4kPackedBytes = 4736;
 
+// Q6_K packed: per super-block, kQ6kPackedBytes for the group's 32 rows (as many as the file's):
+// the words of ql [2 halves][16][32 rows], the words of qh as they are [2][8][32 rows] (a word
+// of qh holds the high bits of ql words w and w + 8), the scales [16][32] and [32] d in fp16.
+inline constexpr int64_t kQ6kHighAt = 4096, kQ6kScalesAt = 6144, kQ6kDAt = 6656,
+                         kQ6kPackedBytes = 6720;
+
 // Bytes of one packed group of kPackedRows rows of `cols` values of `type`.
 constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
   switch (type) {
@@ -120,6 +126,8 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
       return 22 * cols;
     case GgmlType::Q4_K:
       return cols / kQK_K * kQ4kPackedBytes;
+    case GgmlType::Q6_K:
+      return cols / kQK_K * kQ6kPackedBytes;
     default:
       return 18 * cols;  // Q4_0
   }
