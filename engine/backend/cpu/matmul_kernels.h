@@ -90,7 +90,8 @@ struct KernelSet {
   // quantize_activations_portable).
   void (*quantize_activations)(const float* x, int64_t n, int block, int8_t* q, float* d,
                                int32_t* sum16) = nullptr;
-  // Reads WeightMatrix::packed (Q8_0 and Q4_0) where it is set, in decode and prefill.
+  // Reads WeightMatrix::packed where it is set (the types matmul_packs names), in decode and
+  // prefill.
   bool packed = false;
 };
 
