@@ -470,18 +470,6 @@ void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   }
 }
 
-// Q4_K's 6-bit scale and min of sub-block j from a block's 12 packed bytes, as the format
-// defines them.
-void q4_k_scale_min(const uint8_t* q, int j, uint8_t& sc, uint8_t& m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 // Q4_K, block by block as pack_group: the words, then the unpacked scales and mins, d and dmin
 // (zero for rows past the matrix).
 void pack_group_q4_k(const WeightMatrix& w, int64_t g, std::byte* out) {
@@ -494,17 +482,12 @@ void pack_group_q4_k(const WeightMatrix& w, int64_t g, std::byte* out) {
     auto* dmin = reinterpret_cast<uint16_t*>(blk_out + kernels::kQ4kDminAt);
     for (int64_t i = 0; i < kPackedRows; ++i) {
       const int64_t r = g * kPackedRows + i;
-      if (r >= w.rows) {
-        for (int k = 0; k < 32; ++k) words[k * kPackedRows + i] = 0;
-        for (int j = 0; j < 8; ++j) scales[j * kPackedRows + i] = mins[j * kPackedRows + i] = 0;
-        d[i] = dmin[i] = 0;
-        continue;
-      }
-      BlockQ4_K blk;
-      std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(BlockQ4_K), sizeof blk);
+      BlockQ4_K blk{};  // all zero past the matrix: zero values, scales, mins, d and dmin
+      if (r < w.rows)
+        std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(BlockQ4_K), sizeof blk);
       for (int k = 0; k < 32; ++k) std::memcpy(&words[k * kPackedRows + i], blk.qs + 4 * k, 4);
       for (int j = 0; j < 8; ++j)
-        q4_k_scale_min(blk.scales, j, scales[j * kPackedRows + i], mins[j * kPackedRows + i]);
+        k_scale_min(j, blk.scales, scales[j * kPackedRows + i], mins[j * kPackedRows + i]);
       d[i] = blk.d;
       dmin[i] = blk.dmin;
     }
