@@ -399,9 +399,7 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
 }
 
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa) {
-  return (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q4_0 || w.type == GgmlType::Q5_0 ||
-          w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K) &&
-         isa_supported(isa) && kernels_for(isa).packed;
+  return kernels::packed_type(w.type) && isa_supported(isa) && kernels_for(isa).packed;
 }
 
 size_t matmul_packed_bytes(const WeightMatrix& w) {
@@ -519,8 +517,7 @@ void pack_group_q6_k(const WeightMatrix& w, int64_t g, std::byte* out) {
 
 void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
   validate(w);
-  if (w.type != GgmlType::Q8_0 && w.type != GgmlType::Q4_0 && w.type != GgmlType::Q5_0 &&
-      w.type != GgmlType::Q4_K && w.type != GgmlType::Q6_K)
+  if (!kernels::packed_type(w.type))
     throw std::invalid_argument("matmul_pack: weights of type " +
                                 std::string(ggml_type_name(w.type)) + " are not packed");
   const int64_t groups = (w.rows + kPackedRows - 1) / kPackedRows;

@@ -95,6 +95,12 @@ struct KernelSet {
   bool packed = false;
 };
 
+// The types matmul_pack packs (and kernel levels with KernelSet::packed read packed).
+constexpr bool packed_type(GgmlType type) {
+  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0 ||
+         type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+}
+
 // Where Q5_0's masks and the scales of a packed group of rows of `cols` values begin (the layout
 // of matmul_pack, in matmul.h).
 constexpr int64_t packed_masks_offset(int64_t cols) {
