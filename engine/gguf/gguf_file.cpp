@@ -265,7 +265,7 @@ class GgufFile::Mapping {
   std::string lock_resident() {
     if (!addr_) return {};
     if (::mlock(addr_, size_) == 0) {
-      residency_ = Residency::kLocked;
+      locked_ = true;
       return {};
     }
     int err = errno;
@@ -281,14 +281,13 @@ class GgufFile::Mapping {
       return why + "; the data stays file-backed and may be paged out while idle";
     auto* bytes = static_cast<volatile unsigned char*>(addr_);
     const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    residency_ = Residency::kCopied;
     for (size_t off = 0; off < size_; off += page) bytes[off] = bytes[off];
     ::mprotect(addr_, size_, PROT_READ);
     return why + "; the data was copied into anonymous memory instead (" + human_bytes(size_) +
            " of RAM, resident unless the system swaps)";
   }
 
-  bool locked() const { return residency_ == Residency::kLocked; }
+  bool locked() const { return locked_; }
 
   void release(const std::byte* p, size_t n) const {
     if (n == 0) return;
@@ -297,19 +296,16 @@ class GgufFile::Mapping {
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
     if (end <= begin) return;
     void* start = reinterpret_cast<void*>(begin);
-    if (residency_ == Residency::kLocked) ::munlock(start, end - begin);
+    if (locked_) ::munlock(start, end - begin);
     // On a private file mapping this drops the pages, anonymous copies included; the file
     // backs them again, so the data reads the same.
     ::madvise(start, end - begin, MADV_DONTNEED);
   }
 
  private:
-  // What lock_resident made of the pages: still the file's (and locked), or anonymous copies.
-  enum class Residency { kMapped, kLocked, kCopied };
-
   void* addr_ = nullptr;
   size_t size_ = 0;
-  Residency residency_ = Residency::kMapped;
+  bool locked_ = false;                   // lock_resident locked the whole mapping
   std::optional<MappedFileGuard> guard_;  // names the file if it shrinks under the mapping
 };
 
