@@ -406,16 +406,19 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
   }
 }
 
+// The types matmul_pack packs.
+constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
+                                     GgmlType::Q6_K};
+
 // Packed weights hold the file's values: each row read back from a packed matrix is the file's
 // row dequantized, bit for bit, the zero rows that pad the last group included in none.
 TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
   ThreadPool pool(2);
-  for (GgmlType type :
-       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : kPackedTypes) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(7 + static_cast<unsigned>(type));
-    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+    const bool k_quant = ggml_type_traits(type).block_elems == kQK_K;
     const int64_t rows = 45, cols = k_quant ? 512 : 96;
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
@@ -438,11 +441,10 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
 // it gives alone, with rows split between 1 to 3 threads at any 16-row boundary.
 TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
   if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
-  for (GgmlType type :
-       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : kPackedTypes) {
     SCOPED_TRACE(ggml_type_name(type));
     std::mt19937 rng(11 + static_cast<unsigned>(type));
-    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+    const bool k_quant = ggml_type_traits(type).block_elems == kQK_K;
     const int64_t rows = 77, cols = k_quant ? 768 : 288;
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
