@@ -88,7 +88,7 @@ uint16_t* KvBlockPool::block_base(BlockId id) {
   return arena_ + static_cast<size_t>(id) * (block_bytes() / sizeof(uint16_t));
 }
 
-// Within a block: layer-major, keys then values, each kBlockTokens rows of kv_dim.
+// Within a block: layer-major, keys then values, each kBlockTokens * kv_dim values.
 uint16_t* KvBlockPool::keys(BlockId id, int layer) {
   return block_base(id) + static_cast<size_t>(layer) * 2 * kBlockTokens * kv_dim_;
 }

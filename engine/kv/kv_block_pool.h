@@ -72,7 +72,9 @@ class KvBlockPool {
   // released any.
   void set_reclaim_hook(std::function<bool(int blocks_wanted)> hook) { reclaim_ = std::move(hook); }
 
-  // Keys / values of `layer` in `block`: kBlockTokens rows of kv_dim F16 values.
+  // Keys / values of `layer` in `block`: kBlockTokens * kv_dim F16 values each, arranged as the
+  // backend that writes and reads them chooses (the reference backend: a row of kv_dim per
+  // position; the CPU backend: per KV head, keys transposed and values as rows).
   uint16_t* keys(BlockId id, int layer);
   uint16_t* values(BlockId id, int layer);
   const uint16_t* keys(BlockId id, int layer) const;

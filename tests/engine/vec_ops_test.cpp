@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -211,44 +212,52 @@ TEST_P(VecOpsTest, Fp16RowsMatchTheScalarConversionsExactly) {
   }
 }
 
-// The attention ops that read the KV pool's fp16 rows in place give what the float ones give
-// on the widened rows, bit for bit: keys transposed (zeros past the block's rows), values summed
-// in the same order.
-TEST_P(VecOpsTest, AttentionOnFp16RowsEqualsTheFloatOpsOnWidenedRows) {
-  for (int64_t d : {64, 40, 128}) {
-    const int64_t stride = 2 * d + 8;  // two KV heads and a little more: rows are not packed
-    std::vector<uint16_t> block(kAttnRows * stride);
-    const auto x = random(kAttnRows * stride, 4.0f);
-    ops().fp32_to_fp16(x.data(), kAttnRows * stride, block.data());
-    const uint16_t* head = block.data() + d;  // the second head
-    for (int64_t rows : {1, 7, 16}) {
-      std::vector<float> widened(rows * d);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < d; ++i) widened[r * d + i] = fp16_to_fp32(head[r * stride + i]);
-
-      std::vector<float> kt(d * kAttnRows, 99.0f);
-      ops().attn_keys_f16(head, stride, rows, d, kt.data());
-      for (int64_t i = 0; i < d; ++i)
-        for (int64_t r = 0; r < kAttnRows; ++r) {
-          const float want = r < rows ? widened[r * d + i] : 0.0f;
-          ASSERT_EQ(std::memcmp(&kt[i * kAttnRows + r], &want, 4), 0)
-              << "d " << d << " rows " << rows << " i " << i << " r " << r;
-        }
-
+// Attention a block of keys at a time with a running softmax gives the softmax-weighted values
+// over all keys; what lies past a block's keys (NaN here) is ignored; and each query row gets
+// the same bits whichever rows are computed with it.
+TEST_P(VecOpsTest, AttentionByBlocksIsSoftmaxAttentionAndEachRowStandsAlone) {
+  for (int64_t d : {64, 40, 128})
+    for (int64_t n_keys : {1, 16, 37})
       for (int64_t n_q : {1, 7, 9}) {
-        const int64_t w_stride = rows + 3, out_stride = d + 5;
-        const auto w = random(n_q * w_stride);
-        const auto start = random(n_q * out_stride);
-        auto want = start, got = start;
-        ops().attn_values(widened.data(), rows, d, w.data(), w_stride, n_q, want.data(),
-                          out_stride);
-        ops().attn_values_f16(head, stride, rows, d, w.data(), w_stride, n_q, got.data(),
-                              out_stride);
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0)
-            << "d " << d << " rows " << rows << " queries " << n_q;
+        const auto q = random(n_q * d), k = random(n_keys * d, 2.0f), v = random(n_keys * d);
+        const float scale = 1.0f / std::sqrt(float(d));
+        // Runs the blocks for rows [g0, g0 + rows) and normalizes.
+        auto run = [&](int64_t g0, int64_t rows) {
+          std::vector<float> m(rows, -INFINITY), l(rows, 0.0f), out(rows * d, 0.0f);
+          for (int64_t b0 = 0; b0 < n_keys; b0 += kAttnRows) {
+            const int64_t keys = std::min(kAttnRows, n_keys - b0);
+            std::vector<float> kt(d * kAttnRows, NAN);
+            for (int64_t r = 0; r < keys; ++r)
+              for (int64_t i = 0; i < d; ++i) kt[i * kAttnRows + r] = k[(b0 + r) * d + i];
+            ops().attn_block(kt.data(), v.data() + b0 * d, keys, d, q.data() + g0 * d, rows,
+                             scale, m.data(), l.data(), out.data());
+          }
+          for (int64_t g = 0; g < rows; ++g)
+            for (int64_t i = 0; i < d; ++i) out[g * d + i] /= l[g];
+          return out;
+        };
+        const auto all = run(0, n_q);
+        std::vector<double> want(n_q * d, 0.0);
+        for (int64_t g = 0; g < n_q; ++g) {
+          std::vector<double> s(n_keys);
+          double max = -INFINITY, sum = 0;
+          for (int64_t r = 0; r < n_keys; ++r) {
+            for (int64_t i = 0; i < d; ++i) s[r] += double(q[g * d + i]) * k[r * d + i];
+            s[r] *= scale;
+            max = std::max(max, s[r]);
+          }
+          for (double& x : s) sum += x = std::exp(x - max);
+          for (int64_t r = 0; r < n_keys; ++r)
+            for (int64_t i = 0; i < d; ++i) want[g * d + i] += s[r] / sum * v[r * d + i];
+        }
+        SCOPED_TRACE("d " + std::to_string(d) + " keys " + std::to_string(n_keys) + " queries " +
+                     std::to_string(n_q));
+        expect_close(all, want, 1e-5, 1e-5);
+        for (int64_t g = 0; g < n_q; ++g) {
+          const auto alone = run(g, 1);
+          ASSERT_EQ(std::memcmp(alone.data(), &all[g * d], 4 * d), 0) << "row " << g;
+        }
       }
-    }
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, VecOpsTest,

@@ -75,6 +75,7 @@ class CpuBackend final : public Backend {
     rope_cos_.resize(B * inv_freq_.size());
     rope_sin_.resize(B * inv_freq_.size());
     scratch_.resize(size_t(compute_.size()));
+    kv_row_.resize(size_t(c.kv_dim()));
   }
 
   std::string_view name() const override { return "cpu"; }
@@ -248,13 +249,18 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // A layer's keys and values of a pool block, as this backend lays them out: per KV head,
+  // its keys transposed ([dimension][position], the rows attn_block takes once widened) and
+  // its values as rows ([position][dimension]), each one run of kB * head_dim values.
   void store_kv(const ForwardBatch& batch, int layer, int pos, const float* k, const float* v) {
     const BlockId id = batch.blocks[size_t(pos / kB)];
-    const size_t off = size_t(pos % kB) * size_t(kv_.kv_dim());
-    uint16_t* kd = kv_.keys(id, layer) + off;
-    uint16_t* vd = kv_.values(id, layer) + off;
-    ops_.fp32_to_fp16(k, kv_.kv_dim(), kd);
-    ops_.fp32_to_fp16(v, kv_.kv_dim(), vd);
+    const int KV = kv_.kv_dim(), d = model_.config().head_dim, r = pos % kB;
+    ops_.fp32_to_fp16(k, KV, kv_row_.data());
+    uint16_t* kd = kv_.keys(id, layer);
+    for (int i = 0; i < KV; ++i) kd[size_t(i) * kB + size_t(r)] = kv_row_[size_t(i)];
+    uint16_t* vd = kv_.values(id, layer);
+    for (int h = 0; h < KV / d; ++h)
+      ops_.fp32_to_fp16(v + size_t(h) * d, d, vd + (size_t(h) * kB + size_t(r)) * d);
   }
 
   // Packs the matrices the active kernel level reads packed (cpu::matmul_pack) into one
@@ -326,91 +332,86 @@ class CpuBackend final : public Backend {
     std::byte* data_ = nullptr;
   };
 
-  // Per-thread attention scratch: one block of keys widened to float and transposed, and the
-  // scores of the queries of a tile.
+  // Per-thread attention scratch: one block of a KV head's keys and values widened to float,
+  // and the running softmax and outputs of the query rows of a tile (kept here until they are
+  // done: rows of att_ that two threads write share cache lines where a head's row is not a
+  // multiple of them).
   struct AttentionScratch {
-    std::vector<float> keys_t;  // a block of keys transposed: [d][kAttnRows]
-    std::vector<float> scores;
+    std::vector<float> keys, values;
+    std::vector<float> max, sum, out;
   };
   static constexpr int kQueryTile = 16;
-  static constexpr int kPrefetchBlocks = 2;  // how far ahead attention asks for KV rows
 
-  // Causal grouped-query attention. A task is one KV head and a tile of up to 16 query tokens:
-  // each block of keys is widened from F16 and transposed once for every query of the tile and
-  // every query head of the group (n_head / n_head_kv heads share a KV head), and the values
-  // are widened as they are summed, for the query heads of a group together. The query heads
-  // of a group are consecutive in q_ and att_, d apart; their scores rows are n_ctx apart.
+  // Causal grouped-query attention, a block of keys at a time with a running softmax (flash
+  // attention): nothing per position of the context is kept. A task is one KV head and a tile
+  // of up to 16 query tokens; each block of the head's keys and values is widened from F16
+  // once for every query of the tile and every query head of the group (n_head / n_head_kv
+  // heads share a KV head, and are consecutive in q_ and att_, d apart). A query's result
+  // does not depend on the tile it is in, so batched steps equal single ones.
   void attention(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
     const int d = c.head_dim, group = c.n_head / c.n_head_kv, n_kv = c.n_head_kv;
-    const int n_ctx = batch.start_pos + n;
     const int n_tiles = (n + kQueryTile - 1) / kQueryTile;
     const float scale = 1.0f / std::sqrt(float(d));
+    const size_t head_block = size_t(kB) * d;  // one head's keys (or values) of a block
     // One task per claim: tiles differ in size (a batch of 24 tokens is a tile of 16 and one of
     // 8), and the full ones come first, so threads taking tasks as they finish stay balanced.
     const int64_t n_tasks = int64_t(n_tiles) * n_kv;
     compute_.parallel_for_chunks(n_tasks, n_tasks, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
-      s.keys_t.resize(size_t(cpu::kAttnRows) * d);
-      s.scores.resize(size_t(kQueryTile) * group * n_ctx);
+      s.keys.resize(head_block);
+      s.values.resize(head_block);
+      s.max.resize(size_t(kQueryTile) * group);
+      s.sum.resize(size_t(kQueryTile) * group);
+      s.out.resize(size_t(kQueryTile) * group * d);
       for (int64_t task = begin; task < end; ++task) {
         const int kvh = int(task % n_kv);
         const int t0 = int(task / n_kv) * kQueryTile, t1 = std::min(n, t0 + kQueryTile);
         const int n_pos_max = batch.start_pos + t1;  // positions the last query sees
-        auto scores = [&](int t, int g) {
-          return &s.scores[(size_t(t - t0) * group + size_t(g)) * size_t(n_ctx)];
+        const size_t first = (size_t(t0) * c.n_head + size_t(kvh) * group) * d;
+        auto rows = [&](std::vector<float>& v, int t) {  // of q_ or att_: token t's group
+          return v.data() + first + size_t(t - t0) * c.q_dim();
         };
-        auto query = [&](int t, int g) {
-          return &q_[size_t(t) * c.q_dim() + (size_t(kvh) * group + size_t(g)) * d];
+        std::fill(s.max.begin(), s.max.end(), -INFINITY);
+        std::fill(s.sum.begin(), s.sum.end(), 0.0f);
+        std::fill(s.out.begin(), s.out.end(), 0.0f);
+        auto head_keys = [&](int b0) {
+          return kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * head_block;
         };
-        // The pool's blocks are scattered and each holds every layer and head, which the
-        // hardware prefetchers do not follow: ask for this head's rows of the block at `ahead`
-        // (its keys or values) into L1 or into L2.
-        auto prefetch = [&](int ahead, bool keys, bool l1) {
-          if (ahead >= n_pos_max) return;
-          const BlockId id = batch.blocks[size_t(ahead / kB)];
-          const uint16_t* rows =
-              (keys ? kv_.keys(id, layer) : kv_.values(id, layer)) + size_t(kvh) * d;
-          for (int r = 0; r < std::min(kB, n_pos_max - ahead); ++r)
-            for (int i = 0; i < d; i += 32) {
-              if (l1)
-                __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i, 0, 3);
-              else
-                __builtin_prefetch(rows + size_t(r) * kv_.kv_dim() + i, 0, 2);
+        auto head_values = [&](int b0) {
+          return kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * head_block;
+        };
+        for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
+          // The pool's blocks are scattered and each holds every layer and head, which the
+          // hardware prefetchers do not follow: ask for the head's keys and values of the
+          // block after next.
+          if (const int ahead = b0 + 2 * kB; ahead < n_pos_max) {
+            const uint16_t* k = head_keys(ahead);
+            const uint16_t* v = head_values(ahead);
+            for (size_t i = 0; i < head_block; i += 32) {
+              __builtin_prefetch(k + i, 0, 3);
+              __builtin_prefetch(v + i, 0, 3);
             }
-        };
-        // Scores q . k / sqrt(d) over the positions each query may see.
-        for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
-          const int rows = std::min(kB, n_pos_max - b0);
-          // The values too, into L2, for the pass after the softmax (at a depth of a thousand
-          // positions, a head's values of 64 dimensions are 128 KiB).
-          prefetch(b0 + kPrefetchBlocks * kB, true, true);
-          prefetch(b0 + kPrefetchBlocks * kB, false, false);
-          ops_.attn_keys_f16(kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d,
-                             kv_.kv_dim(), rows, d, s.keys_t.data());
+          }
+          const int keys = std::min(kB, n_pos_max - b0);
+          ops_.fp16_to_fp32(head_keys(b0), int64_t(head_block), s.keys.data());
+          ops_.fp16_to_fp32(head_values(b0), int64_t(keys) * d, s.values.data());
           for (int t = t0; t < t1; ++t) {
-            const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
-            ops_.attn_scores(s.keys_t.data(), visible, d, query(t, 0), d, group, scale,
-                             scores(t, 0) + b0, n_ctx);
+            const int visible = std::min(keys, batch.start_pos + t + 1 - b0);
+            if (visible <= 0) continue;
+            const size_t row = size_t(t - t0) * group;
+            ops_.attn_block(s.keys.data(), s.values.data(), visible, d, rows(q_, t), group, scale,
+                            &s.max[row], &s.sum[row], &s.out[row * d]);
           }
         }
         for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < group; ++g) ops_.softmax(scores(t, g), batch.start_pos + t + 1);
-        // Weighted sums of the values.
-        for (int t = t0; t < t1; ++t)
-          for (int g = 0; g < group; ++g) std::fill_n(&att_[query(t, g) - q_.data()], d, 0.0f);
-        for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
-          const int rows = std::min(kB, n_pos_max - b0);
-          prefetch(b0 + kB, false, true);  // the next block's values, from L2 into L1
-          const uint16_t* values =
-              kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * d;
-          for (int t = t0; t < t1; ++t) {
-            const int visible = std::min(rows, batch.start_pos + t + 1 - b0);
-            ops_.attn_values_f16(values, kv_.kv_dim(), visible, d, scores(t, 0) + b0, n_ctx, group,
-                                 &att_[query(t, 0) - q_.data()], d);
+          for (int g = 0; g < group; ++g) {
+            const size_t row = size_t(t - t0) * group + g;
+            float* out = rows(att_, t) + size_t(g) * d;
+            std::copy_n(&s.out[row * d], d, out);
+            ops_.scale(out, d, 1.0f / s.sum[row]);
           }
-        }
       }
     });
   }
@@ -427,6 +428,7 @@ class CpuBackend final : public Backend {
   std::vector<double> inv_freq_;
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, rope_cos_, rope_sin_;
   std::vector<AttentionScratch> scratch_;
+  std::vector<uint16_t> kv_row_;  // a token's keys as F16, before they are stored transposed
 };
 
 }  // namespace

@@ -84,51 +84,39 @@ void gelu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) 
   for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
 }
 
-void attn_scores_scalar(const float* kt, int64_t rows, int64_t d, const float* q, int64_t q_stride,
-                        int64_t n_q, float scale, float* out, int64_t out_stride) {
-  for (int64_t g = 0; g < n_q; ++g)
-    for (int64_t r = 0; r < rows; ++r) {
+void attn_block_scalar(const float* kt, const float* v, int64_t keys, int64_t d, const float* q,
+                       int64_t n_q, float scale, float* m, float* l, float* out) {
+  float p[kAttnRows];
+  for (int64_t g = 0; g < n_q; ++g) {
+    float block_max = -INFINITY;
+    for (int64_t r = 0; r < keys; ++r) {
       float sum = 0.0f;
-      for (int64_t i = 0; i < d; ++i) sum += q[g * q_stride + i] * kt[i * kAttnRows + r];
-      out[g * out_stride + r] = sum * scale;
+      for (int64_t i = 0; i < d; ++i) sum += q[g * d + i] * kt[i * kAttnRows + r];
+      p[r] = sum * scale;
+      block_max = std::max(block_max, p[r]);
     }
-}
-
-void attn_values_scalar(const float* v, int64_t rows, int64_t d, const float* w, int64_t w_stride,
-                        int64_t n_q, float* out, int64_t out_stride) {
-  for (int64_t g = 0; g < n_q; ++g)
-    for (int64_t r = 0; r < rows; ++r)
-      axpy_scalar(w[g * w_stride + r], v + r * d, d, out + g * out_stride);
-}
-
-void attn_keys_f16_scalar(const uint16_t* k, int64_t k_stride, int64_t rows, int64_t d, float* kt) {
-  for (int64_t i = 0; i < d; ++i)
-    for (int64_t r = 0; r < kAttnRows; ++r)
-      kt[i * kAttnRows + r] = r < rows ? fp16_to_fp32(k[r * k_stride + i]) : 0.0f;
-}
-
-void attn_values_f16_scalar(const uint16_t* v, int64_t v_stride, int64_t rows, int64_t d,
-                            const float* w, int64_t w_stride, int64_t n_q, float* out,
-                            int64_t out_stride) {
-  constexpr int64_t kChunk = 64;
-  float row[kChunk];
-  for (int64_t g = 0; g < n_q; ++g)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t i = 0; i < d; i += kChunk) {
-        const int64_t n = std::min(kChunk, d - i);
-        fp16_to_fp32_scalar(v + r * v_stride + i, n, row);
-        axpy_scalar(w[g * w_stride + r], row, n, out + g * out_stride + i);
-      }
+    const float m_new = std::max(m[g], block_max);
+    const float c = std::exp(m[g] - m_new);
+    float sum = 0.0f;
+    for (int64_t r = 0; r < keys; ++r) {
+      p[r] = std::exp(p[r] - m_new);
+      sum += p[r];
+    }
+    l[g] = c * l[g] + sum;
+    m[g] = m_new;
+    scale_scalar(out + g * d, d, c);
+    for (int64_t r = 0; r < keys; ++r) axpy_scalar(p[r], v + r * d, d, out + g * d);
+  }
 }
 
 }  // namespace
 
 const VecOps& vec_ops(CpuIsa isa) {
   static const VecOps scalar{
-      rmsnorm_scalar,     softmax_scalar,      silu_mul_scalar,      add_scalar,
-      scale_scalar,       fp16_to_fp32_scalar, fp32_to_fp16_scalar,  dot_scalar,
-      axpy_scalar,        layernorm_scalar,    gelu_scalar,          gelu_mul_scalar,
-      attn_scores_scalar, attn_values_scalar,  attn_keys_f16_scalar, attn_values_f16_scalar};
+      rmsnorm_scalar, softmax_scalar,      silu_mul_scalar,     add_scalar,
+      scale_scalar,   fp16_to_fp32_scalar, fp32_to_fp16_scalar, dot_scalar,
+      axpy_scalar,    layernorm_scalar,    gelu_scalar,         gelu_mul_scalar,
+      attn_block_scalar};
   switch (isa) {
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();

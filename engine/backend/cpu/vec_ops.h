@@ -43,27 +43,21 @@ struct VecOps {
   void (*gelu)(const float* x, int64_t n, float* out);
   // out[i] = gelu(gate[i]) * up[i] (GeGLU); out may alias gate or up.
   void (*gelu_mul)(const float* gate, const float* up, int64_t n, float* out);
-  // Attention scores of n_q queries against one block of keys given transposed:
-  // out[g * out_stride + r] = scale * sum_i q[g * q_stride + i] * kt[i * kAttnRows + r] for
-  // g < n_q, r < rows ≤ kAttnRows, i < d; kt holds kAttnRows readable values per i. Each score
-  // is summed over i in order, whatever rows and n_q are.
-  void (*attn_scores)(const float* kt, int64_t rows, int64_t d, const float* q, int64_t q_stride,
-                      int64_t n_q, float scale, float* out, int64_t out_stride);
-  // Weighted values of one block: out[g * out_stride + i] += w[g * w_stride + r] * v[r * d + i]
-  // for r = 0, 1, ... rows - 1 in turn (each a fused multiply-add, as axpy does), g < n_q.
-  void (*attn_values)(const float* v, int64_t rows, int64_t d, const float* w, int64_t w_stride,
-                      int64_t n_q, float* out, int64_t out_stride);
-  // The keys of one block as attn_scores takes them, widened from the KV pool's fp16 rows k_stride
-  // apart: kt[i * kAttnRows + r] = k[r * k_stride + i] for r < rows ≤ kAttnRows, i < d, and 0
-  // for the rows past `rows`.
-  void (*attn_keys_f16)(const uint16_t* k, int64_t k_stride, int64_t rows, int64_t d, float* kt);
-  // attn_values on values widened from fp16 rows v_stride apart; the same sums in the same order.
-  void (*attn_values_f16)(const uint16_t* v, int64_t v_stride, int64_t rows, int64_t d,
-                          const float* w, int64_t w_stride, int64_t n_q, float* out,
-                          int64_t out_stride);
+  // One block of causal attention for the n_q query heads of one token that share a KV head,
+  // with a running softmax: the block's keys transposed, kt[i * kAttnRows + r], and its values,
+  // v[r * d + i], for r < keys (1 ≤ keys ≤ kAttnRows; kt holds kAttnRows readable values per i,
+  // those past keys are ignored). For each query row g (q and out rows d apart), with scores
+  // s_r = scale * sum_i q[g d + i] * kt[i * kAttnRows + r] summed over i in order:
+  //   m' = max(m[g], max_r s_r), c = exp(m[g] - m'), p_r = exp(s_r - m'),
+  //   l[g] = c * l[g] + sum_r p_r, out_g = c * out_g + p_0 v_0 + p_1 v_1 + ... (a fused
+  //   multiply-add per row r, in turn), m[g] = m'.
+  // Start a row with m = -inf, l = 0, out = 0, and divide out by l after its last block. What
+  // a row gets does not depend on n_q or on the other rows.
+  void (*attn_block)(const float* kt, const float* v, int64_t keys, int64_t d, const float* q,
+                     int64_t n_q, float scale, float* m, float* l, float* out);
 };
 
-// Rows of one block of keys for attn_scores (the KV pool's tokens per block).
+// Keys of one block for attn_block (the KV pool's tokens per block).
 inline constexpr int64_t kAttnRows = 16;
 
 // The operations of one level; it must be supported by this CPU (see isa_supported).
