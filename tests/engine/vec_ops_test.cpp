@@ -212,23 +212,25 @@ TEST_P(VecOpsTest, Fp16RowsMatchTheScalarConversionsExactly) {
   }
 }
 
-// Attention a block of keys at a time with a running softmax gives the softmax-weighted values
-// over all keys; what lies past a block's keys (NaN here) is ignored; and each query row gets
+// Attention kAttnKeys keys at a time with a running softmax gives the softmax-weighted values
+// over all keys; what lies past a call's keys (NaN here) is ignored; and each query row gets
 // the same bits whichever rows are computed with it.
 TEST_P(VecOpsTest, AttentionByBlocksIsSoftmaxAttentionAndEachRowStandsAlone) {
   for (int64_t d : {64, 40, 128})
-    for (int64_t n_keys : {1, 16, 37})
+    for (int64_t n_keys : {1, 16, 37, 64, 150})
       for (int64_t n_q : {1, 7, 9}) {
         const auto q = random(n_q * d), k = random(n_keys * d, 2.0f), v = random(n_keys * d);
         const float scale = 1.0f / std::sqrt(float(d));
         // Runs the blocks for rows [g0, g0 + rows) and normalizes.
         auto run = [&](int64_t g0, int64_t rows) {
           std::vector<float> m(rows, -INFINITY), l(rows, 0.0f), out(rows * d, 0.0f);
-          for (int64_t b0 = 0; b0 < n_keys; b0 += kAttnRows) {
-            const int64_t keys = std::min(kAttnRows, n_keys - b0);
-            std::vector<float> kt(d * kAttnRows, NAN);
+          for (int64_t b0 = 0; b0 < n_keys; b0 += kAttnKeys) {
+            const int64_t keys = std::min(kAttnKeys, n_keys - b0);
+            std::vector<float> kt(d * kAttnKeys, NAN);
             for (int64_t r = 0; r < keys; ++r)
-              for (int64_t i = 0; i < d; ++i) kt[i * kAttnRows + r] = k[(b0 + r) * d + i];
+              for (int64_t i = 0; i < d; ++i)
+                kt[(r / kAttnRows) * d * kAttnRows + i * kAttnRows + r % kAttnRows] =
+                    k[(b0 + r) * d + i];
             ops().attn_block(kt.data(), v.data() + b0 * d, keys, d, q.data() + g0 * d, rows,
                              scale, m.data(), l.data(), out.data());
           }

@@ -22,7 +22,8 @@ namespace ghostline::engine {
 namespace {
 
 constexpr int kB = KvBlockPool::kBlockTokens;
-static_assert(kB == cpu::kAttnRows, "attention takes keys a pool block at a time");
+static_assert(kB == cpu::kAttnRows, "a pool block's keys of a head are one panel for attention");
+static_assert(cpu::kAttnKeys % kB == 0, "attention takes keys whole pool blocks at a time");
 
 cpu::WeightMatrix as_matrix(const GgufTensor* t) {
   return {.type = t->type,
@@ -332,7 +333,7 @@ class CpuBackend final : public Backend {
     std::byte* data_ = nullptr;
   };
 
-  // Per-thread attention scratch: one block of a KV head's keys and values widened to float,
+  // Per-thread attention scratch: a KV head's keys and values of kAttnKeys positions widened,
   // and the running softmax and outputs of the query rows of a tile (kept here until they are
   // done: rows of att_ that two threads write share cache lines where a head's row is not a
   // multiple of them).
@@ -342,12 +343,13 @@ class CpuBackend final : public Backend {
   };
   static constexpr int kQueryTile = 16;
 
-  // Causal grouped-query attention, a block of keys at a time with a running softmax (flash
-  // attention): nothing per position of the context is kept. A task is one KV head and a tile
-  // of up to 16 query tokens; each block of the head's keys and values is widened from F16
-  // once for every query of the tile and every query head of the group (n_head / n_head_kv
-  // heads share a KV head, and are consecutive in q_ and att_, d apart). A query's result
-  // does not depend on the tile it is in, so batched steps equal single ones.
+  // Causal grouped-query attention, kAttnKeys positions at a time with a running softmax
+  // (flash attention): nothing per position of the context is kept. A task is one KV head and
+  // a tile of up to 16 query tokens; the head's keys and values are widened from F16 once for
+  // every query of the tile and every query head of the group (n_head / n_head_kv heads share
+  // a KV head, and are consecutive in q_ and att_, d apart). A query's result does not depend
+  // on the tile it is in (the stretches of keys start at multiples of kAttnKeys whatever the
+  // batch), so batched steps equal single ones.
   void attention(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
@@ -360,8 +362,8 @@ class CpuBackend final : public Backend {
     const int64_t n_tasks = int64_t(n_tiles) * n_kv;
     compute_.parallel_for_chunks(n_tasks, n_tasks, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
-      s.keys.resize(head_block);
-      s.values.resize(head_block);
+      s.keys.resize(size_t(cpu::kAttnKeys) * d);
+      s.values.resize(size_t(cpu::kAttnKeys) * d);
       s.max.resize(size_t(kQueryTile) * group);
       s.sum.resize(size_t(kQueryTile) * group);
       s.out.resize(size_t(kQueryTile) * group * d);
@@ -382,23 +384,27 @@ class CpuBackend final : public Backend {
         auto head_values = [&](int b0) {
           return kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * head_block;
         };
-        for (int b0 = 0; b0 < n_pos_max; b0 += kB) {
-          // The pool's blocks are scattered and each holds every layer and head, which the
-          // hardware prefetchers do not follow: ask for the head's keys and values of the
-          // block after next.
-          if (const int ahead = b0 + 2 * kB; ahead < n_pos_max) {
-            const uint16_t* k = head_keys(ahead);
-            const uint16_t* v = head_values(ahead);
-            for (size_t i = 0; i < head_block; i += 32) {
-              __builtin_prefetch(k + i, 0, 3);
-              __builtin_prefetch(v + i, 0, 3);
+        for (int c0 = 0; c0 < n_pos_max; c0 += int(cpu::kAttnKeys)) {
+          const int keys = std::min(int(cpu::kAttnKeys), n_pos_max - c0);
+          for (int b0 = c0; b0 < c0 + keys; b0 += kB) {
+            // The pool's blocks are scattered and each holds every layer and head, which the
+            // hardware prefetchers do not follow: ask for the head's keys and values of the
+            // block after next.
+            if (const int ahead = b0 + 2 * kB; ahead < n_pos_max) {
+              const uint16_t* k = head_keys(ahead);
+              const uint16_t* v = head_values(ahead);
+              for (size_t i = 0; i < head_block; i += 32) {
+                __builtin_prefetch(k + i, 0, 3);
+                __builtin_prefetch(v + i, 0, 3);
+              }
             }
+            const size_t at = size_t(b0 - c0) * d;  // both the keys' panel and the value rows
+            ops_.fp16_to_fp32(head_keys(b0), int64_t(head_block), &s.keys[at]);
+            ops_.fp16_to_fp32(head_values(b0), int64_t(std::min(kB, n_pos_max - b0)) * d,
+                              &s.values[at]);
           }
-          const int keys = std::min(kB, n_pos_max - b0);
-          ops_.fp16_to_fp32(head_keys(b0), int64_t(head_block), s.keys.data());
-          ops_.fp16_to_fp32(head_values(b0), int64_t(keys) * d, s.values.data());
           for (int t = t0; t < t1; ++t) {
-            const int visible = std::min(keys, batch.start_pos + t + 1 - b0);
+            const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
             if (visible <= 0) continue;
             const size_t row = size_t(t - t0) * group;
             ops_.attn_block(s.keys.data(), s.values.data(), visible, d, rows(q_, t), group, scale,

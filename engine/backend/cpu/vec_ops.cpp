@@ -86,12 +86,13 @@ void gelu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) 
 
 void attn_block_scalar(const float* kt, const float* v, int64_t keys, int64_t d, const float* q,
                        int64_t n_q, float scale, float* m, float* l, float* out) {
-  float p[kAttnRows];
+  float p[kAttnKeys];
   for (int64_t g = 0; g < n_q; ++g) {
     float block_max = -INFINITY;
     for (int64_t r = 0; r < keys; ++r) {
+      const float* k = kt + (r / kAttnRows) * d * kAttnRows + r % kAttnRows;
       float sum = 0.0f;
-      for (int64_t i = 0; i < d; ++i) sum += q[g * d + i] * kt[i * kAttnRows + r];
+      for (int64_t i = 0; i < d; ++i) sum += q[g * d + i] * k[i * kAttnRows];
       p[r] = sum * scale;
       block_max = std::max(block_max, p[r]);
     }

@@ -43,11 +43,12 @@ struct VecOps {
   void (*gelu)(const float* x, int64_t n, float* out);
   // out[i] = gelu(gate[i]) * up[i] (GeGLU); out may alias gate or up.
   void (*gelu_mul)(const float* gate, const float* up, int64_t n, float* out);
-  // One block of causal attention for the n_q query heads of one token that share a KV head,
-  // with a running softmax: the block's keys transposed, kt[i * kAttnRows + r], and its values,
-  // v[r * d + i], for r < keys (1 ≤ keys ≤ kAttnRows; kt holds kAttnRows readable values per i,
-  // those past keys are ignored). For each query row g (q and out rows d apart), with scores
-  // s_r = scale * sum_i q[g d + i] * kt[i * kAttnRows + r] summed over i in order:
+  // Up to kAttnKeys keys of causal attention for the n_q query heads of one token that share a
+  // KV head, with a running softmax: the keys transposed in panels of kAttnRows, key r at
+  // kt[(r / kAttnRows) * d * kAttnRows + i * kAttnRows + r % kAttnRows], and the values as rows,
+  // v[r * d + i], for r < keys (1 ≤ keys ≤ kAttnKeys; the panels holding keys are whole and
+  // readable, what lies past keys is ignored). For each query row g (q and out rows d apart),
+  // with scores s_r = scale * sum_i q[g d + i] * k_r[i] summed over i in order:
   //   m' = max(m[g], max_r s_r), c = exp(m[g] - m'), p_r = exp(s_r - m'),
   //   l[g] = c * l[g] + sum_r p_r, out_g = c * out_g + p_0 v_0 + p_1 v_1 + ... (a fused
   //   multiply-add per row r, in turn), m[g] = m'.
@@ -57,8 +58,11 @@ struct VecOps {
                      int64_t n_q, float scale, float* m, float* l, float* out);
 };
 
-// Keys of one block for attn_block (the KV pool's tokens per block).
+// Keys of one transposed panel for attn_block (the KV pool's tokens per block), and the most
+// keys one call takes: its fixed costs (the row's maximum and sum, the rescaling of its output)
+// are paid once for all of them.
 inline constexpr int64_t kAttnRows = 16;
+inline constexpr int64_t kAttnKeys = 4 * kAttnRows;
 
 // The operations of one level; it must be supported by this CPU (see isa_supported).
 const VecOps& vec_ops(CpuIsa isa);
