@@ -407,8 +407,8 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 }
 
 // The types matmul_pack packs.
-constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q4_K,
-                                     GgmlType::Q6_K};
+constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                                     GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q6_K};
 
 // Packed weights hold the file's values: each row read back from a packed matrix is the file's
 // row dequantized, bit for bit, the zero rows that pad the last group included in none.

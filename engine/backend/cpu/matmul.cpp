@@ -410,6 +410,7 @@ size_t matmul_packed_bytes(const WeightMatrix& w) {
 namespace {
 
 using kernels::packed_masks_offset;
+using kernels::packed_mins_offset;
 using kernels::packed_scales_offset;
 
 // Byte offset within a packed group of the word of value `k` (a multiple of 4) of row `i`.
@@ -420,7 +421,8 @@ size_t packed_word_offset(GgmlType type, int64_t k, int64_t i) {
   return static_cast<size_t>(((b * 4 + j) * kPackedRows + i) * 4);
 }
 
-// Q5_0's mask of block b, word j, for row i: the low nibbles' (high = false) or the high ones'.
+// Q5_0 / Q5_1's mask of block b, word j, for row i: the low nibbles' (high = false) or the high
+// ones'.
 size_t packed_mask_offset(int64_t cols, int64_t b, int64_t j, int64_t i, bool high) {
   return packed_masks_offset(cols) +
          static_cast<size_t>((((b * 4 + j) * 2 + i / 16) * 2 + (high ? 1 : 0)) * 8);
@@ -430,26 +432,30 @@ size_t packed_mask_offset(int64_t cols, int64_t b, int64_t j, int64_t i, bool hi
 // stays in cache), a word at a time. Rows past the matrix are zero values with zero scales.
 void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   const int64_t nb = w.cols / kQK8_0;
-  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
+  const bool q8 = w.type == GgmlType::Q8_0;
+  const bool q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
+  const bool mins = w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_1;
   const size_t block_bytes = ggml_type_traits(w.type).block_bytes;
-  const int words = q8 ? 8 : 4;  // per block and row
-  const size_t qs = q5 ? 6 : 2;  // where a block's values begin
+  const int words = q8 ? 8 : 4;                                      // per block and row
+  const size_t qh_at = mins ? 4 : 2, qs = 2 + (mins ? 2 : 0) + (q5 ? 4 : 0);  // in a block
   const uint32_t flip = q8 ? 0x80808080u : 0;
-  const uint32_t zero = q8 ? 0x80808080u : q5 ? 0 : 0x88888888u;
+  const uint32_t zero = q8 ? 0x80808080u : q5 || mins ? 0 : 0x88888888u;
   auto* out_words = reinterpret_cast<uint32_t*>(out);
   auto* out_scales = reinterpret_cast<uint16_t*>(out + packed_scales_offset(w.type, w.cols));
+  auto* out_mins = reinterpret_cast<uint16_t*>(out + packed_mins_offset(w.type, w.cols));
   auto* out_masks = reinterpret_cast<uint64_t*>(out + packed_masks_offset(w.cols));
   for (int64_t b = 0; b < nb; ++b) {
-    uint64_t masks[4][2][2] = {};  // Q5_0: [word][half][low, high nibbles]
+    uint64_t masks[4][2][2] = {};  // Q5_0, Q5_1: [word][half][low, high nibbles]
     for (int64_t i = 0; i < kPackedRows; ++i) {
       const int64_t r = g * kPackedRows + i;
       uint32_t* dst = out_words + (b * words * kPackedRows + i);
-      uint16_t d = 0;
-      uint32_t qh = 0xFFFFFFFF;  // Q5_0's zero: 16 - 16
+      uint16_t d = 0, m = 0;
+      uint32_t qh = mins ? 0 : 0xFFFFFFFF;  // Q5_0's zero: 16 - 16
       if (r < w.rows) {
         const std::byte* blk = w.data + r * w.row_bytes + b * block_bytes;
         std::memcpy(&d, blk, 2);
-        if (q5) std::memcpy(&qh, blk + 2, 4);
+        if (mins) std::memcpy(&m, blk + 2, 2);
+        if (q5) std::memcpy(&qh, blk + qh_at, 4);
         for (int k = 0; k < words; ++k) {
           uint32_t v;
           std::memcpy(&v, blk + qs + 4 * k, 4);
@@ -459,6 +465,7 @@ void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
         for (int k = 0; k < words; ++k) dst[k * kPackedRows] = zero;
       }
       out_scales[b * kPackedRows + i] = d;
+      if (mins) out_mins[b * kPackedRows + i] = m;
       if (q5)
         for (int k = 0; k < 4; ++k)
           for (int high = 0; high < 2; ++high)
@@ -598,11 +605,20 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
     return;
   }
   const size_t scales = packed_scales_offset(w.type, w.cols);
-  const bool q8 = w.type == GgmlType::Q8_0, q5 = w.type == GgmlType::Q5_0;
+  const size_t mins_at = packed_mins_offset(w.type, w.cols);
+  const bool q8 = w.type == GgmlType::Q8_0;
+  const bool q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
+  const bool mins = w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_1;
+  const int offset = mins ? 0 : q5 ? 16 : 8;  // of the 4- and 5-bit types' stored values
   for (int64_t b = 0; b < w.cols / kQK8_0; ++b) {
     uint16_t h;
     std::memcpy(&h, group + scales + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
     const float d = fp16_to_fp32(h);
+    float m = 0.0f;
+    if (mins) {
+      std::memcpy(&h, group + mins_at + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
+      m = fp16_to_fp32(h);
+    }
     float* o = out + b * kQK8_0;
     for (int64_t k = 0; k < (q8 ? kQK8_0 : 16); k += 4) {
       uint8_t v[4];
@@ -615,15 +631,18 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
       for (int j = 0; j < 4; ++j) {
         if (q8) {
           o[k + j] = d * static_cast<float>(static_cast<int>(v[j]) - 128);
-        } else if (q5) {
-          const int shift = static_cast<int>(i % 16 * 4 + j);
-          const int lo_bit = static_cast<int>((lo_bits >> shift) & 1);
-          const int hi_bit = static_cast<int>((hi_bits >> shift) & 1);
-          o[k + j] = d * static_cast<float>((v[j] & 0xF) + 16 * lo_bit - 16);
-          o[k + j + 16] = d * static_cast<float>((v[j] >> 4) + 16 * hi_bit - 16);
         } else {
-          o[k + j] = d * static_cast<float>((v[j] & 0xF) - 8);
-          o[k + j + 16] = d * static_cast<float>((v[j] >> 4) - 8);
+          const int shift = static_cast<int>(i % 16 * 4 + j);
+          const int lo = (v[j] & 0xF) + (q5 ? 16 * static_cast<int>((lo_bits >> shift) & 1) : 0);
+          const int hi = (v[j] >> 4) + (q5 ? 16 * static_cast<int>((hi_bits >> shift) & 1) : 0);
+          // As dequantize_row computes them.
+          if (mins) {
+            o[k + j] = lo * d + m;
+            o[k + j + 16] = hi * d + m;
+          } else {
+            o[k + j] = (lo - offset) * d;
+            o[k + j + 16] = (hi - offset) * d;
+          }
         }
       }
     }

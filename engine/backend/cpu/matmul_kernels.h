@@ -97,19 +97,23 @@ struct KernelSet {
 
 // The types matmul_pack packs (and kernel levels with KernelSet::packed read packed).
 constexpr bool packed_type(GgmlType type) {
-  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q5_0 ||
-         type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
+         type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K ||
+         type == GgmlType::Q6_K;
 }
 
-// Where Q5_0's masks and the scales of a packed group of rows of `cols` values begin (the layout
-// of matmul_pack, in matmul.h).
+// Where the fifth bits (Q5_0, Q5_1), the scales and the mins (Q4_1, Q5_1) of a packed group of
+// rows of `cols` values begin (the layout of matmul_pack, in matmul.h).
 constexpr int64_t packed_masks_offset(int64_t cols) {
   return cols * kPackedRows / 2;
 }
 constexpr int64_t packed_scales_offset(GgmlType type, int64_t cols) {
-  return type == GgmlType::Q8_0   ? cols * kPackedRows
-         : type == GgmlType::Q5_0 ? cols * 20
-                                  : cols * 16;
+  return type == GgmlType::Q8_0                              ? cols * kPackedRows
+         : type == GgmlType::Q5_0 || type == GgmlType::Q5_1 ? cols * 20
+                                                              : cols * 16;
+}
+constexpr int64_t packed_mins_offset(GgmlType type, int64_t cols) {
+  return packed_scales_offset(type, cols) + cols * 2;
 }
 
 // Q4_K packed: per super-block of 256 values, kQ4kPackedBytes for the group's 32 rows: the
@@ -131,6 +135,10 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
       return 34 * cols;
     case GgmlType::Q5_0:
       return 22 * cols;
+    case GgmlType::Q4_1:
+      return 20 * cols;
+    case GgmlType::Q5_1:
+      return 24 * cols;
     case GgmlType::Q4_K:
       return cols / kQK_K * kQ4kPackedBytes;
     case GgmlType::Q6_K:
