@@ -436,8 +436,9 @@ void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   const bool q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
   const bool mins = w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_1;
   const size_t block_bytes = ggml_type_traits(w.type).block_bytes;
-  const int words = q8 ? 8 : 4;                                      // per block and row
-  const size_t qh_at = mins ? 4 : 2, qs = 2 + (mins ? 2 : 0) + (q5 ? 4 : 0);  // in a block
+  const int words = q8 ? 8 : 4;  // per block and row
+  // Where a block's fifth bits and its values begin.
+  const size_t qh_at = mins ? 4 : 2, qs = 2 + (mins ? 2 : 0) + (q5 ? 4 : 0);
   const uint32_t flip = q8 ? 0x80808080u : 0;
   const uint32_t zero = q8 ? 0x80808080u : q5 || mins ? 0 : 0x88888888u;
   auto* out_words = reinterpret_cast<uint32_t*>(out);

@@ -35,10 +35,11 @@ struct WeightMatrix {
 // reads the layout as its own panels. Groups of 32 rows follow each other (the last one padded
 // with zero rows); each holds (kernels::packed_group_bytes):
 // - Q8_0: [cols / 4][32] words of value + 128, then the scales, [cols / 32][32] fp16;
-// - Q4_0 and Q5_0: per block [4][32] words of 4 stored bytes (low nibbles: values 4k..4k+3 of
-//   the block, high: 16 + 4k..); Q5_0 then per block [4][2 halves of 16 rows] two 64-bit
-//   masks, each bit the fifth bit of one byte's low (first mask) or high nibble; then the
-//   scales as Q8_0's (32 * row_bytes in all);
+// - Q4_0, Q4_1, Q5_0 and Q5_1: per block [4][32] words of 4 stored bytes (low nibbles: values
+//   4k..4k+3 of the block, high: 16 + 4k..); Q5_0 and Q5_1 then per block [4][2 halves of 16
+//   rows] two 64-bit masks, each bit the fifth bit of one byte's low (first mask) or high
+//   nibble; then the scales as Q8_0's, and Q4_1 and Q5_1's mins the same way (32 * row_bytes
+//   in all);
 // - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
 //   of the next) and its scales and mins unpacked to bytes, with d and dmin (2.8% more than
 //   the file's rows);
@@ -46,8 +47,8 @@ struct WeightMatrix {
 //   word for two of the low bits' words), its scales and d (as many bytes as the file's).
 inline constexpr int64_t kPackedRows = 32;
 
-// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0, Q5_0, Q4_K and
-// Q6_K where it has 512-bit VNNI).
+// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q4_K and Q6_K where it has 512-bit VNNI).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of
