@@ -147,10 +147,11 @@ def wait_for(what, fn, timeout, every=0.05):
 
 
 def read_recording(path):
+    """The daemon's recorded messages so far; a last line it is still writing is left out."""
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
-        return [json.loads(l) for l in f if l.strip()]
+        return [json.loads(l) for l in f if l.strip() and l.endswith("\n")]
 
 
 INIT = r"""
@@ -213,9 +214,17 @@ class Session:
         """Runs a Lua expression from normal mode and returns what it wrote to `out`."""
         path = os.path.join(self.dir, out)
         self.tmux.keys(":lua vim.fn.writefile({vim.fn.json_encode(%s)}, %s)" % (expr, lua_str(path)), "Enter")
-        wait_for("%s to be written" % out, lambda: os.path.exists(path), 10)
-        with open(path) as f:
-            return json.loads(f.read())
+
+        # The file exists before nvim has written all of it: wait for a whole JSON value (in a
+        # list, so that a value such as 0 counts as written).
+        def written():
+            try:
+                with open(path) as f:
+                    return [json.loads(f.read())]
+            except (OSError, ValueError):
+                return None
+
+        return wait_for("%s to be written" % out, written, 10)[0]
 
     def close(self, artifacts):
         self.tmux.kill()
