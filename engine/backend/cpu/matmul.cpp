@@ -433,8 +433,7 @@ size_t packed_mask_offset(int64_t cols, int64_t b, int64_t j, int64_t i, bool hi
 void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   const int64_t nb = w.cols / kQK8_0;
   const bool q8 = w.type == GgmlType::Q8_0;
-  const bool q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
-  const bool mins = w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_1;
+  const bool q5 = kernels::has_fifth_bits(w.type), mins = kernels::has_block_min(w.type);
   const size_t block_bytes = ggml_type_traits(w.type).block_bytes;
   const int words = q8 ? 8 : 4;  // per block and row
   // Where a block's fifth bits and its values begin.
@@ -608,9 +607,8 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
   const size_t scales = packed_scales_offset(w.type, w.cols);
   const size_t mins_at = packed_mins_offset(w.type, w.cols);
   const bool q8 = w.type == GgmlType::Q8_0;
-  const bool q5 = w.type == GgmlType::Q5_0 || w.type == GgmlType::Q5_1;
-  const bool mins = w.type == GgmlType::Q4_1 || w.type == GgmlType::Q5_1;
-  const int offset = mins ? 0 : q5 ? 16 : 8;  // of the 4- and 5-bit types' stored values
+  const bool q5 = kernels::has_fifth_bits(w.type), mins = kernels::has_block_min(w.type);
+  const int offset = kernels::packed_stored_offset(w.type);
   for (int64_t b = 0; b < w.cols / kQK8_0; ++b) {
     uint16_t h;
     std::memcpy(&h, group + scales + static_cast<size_t>((b * kPackedRows + i) * 2), 2);

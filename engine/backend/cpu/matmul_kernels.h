@@ -95,6 +95,21 @@ struct KernelSet {
   bool packed = false;
 };
 
+// Which of the 32-value block types store a fifth bit per value (Q5_0, Q5_1) and a min per
+// block (Q4_1, Q5_1).
+constexpr bool has_fifth_bits(GgmlType type) {
+  return type == GgmlType::Q5_0 || type == GgmlType::Q5_1;
+}
+constexpr bool has_block_min(GgmlType type) {
+  return type == GgmlType::Q4_1 || type == GgmlType::Q5_1;
+}
+
+// What a packed type's stored byte or nibble holds above its value: Q8_0's bytes are flipped
+// to unsigned (128), Q4_0 and Q5_0 store value + 8 and + 16, Q4_1 and Q5_1 the value itself.
+constexpr int packed_stored_offset(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 128 : has_block_min(type) ? 0 : has_fifth_bits(type) ? 16 : 8;
+}
+
 // The types matmul_pack packs (and kernel levels with KernelSet::packed read packed).
 constexpr bool packed_type(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
@@ -108,9 +123,7 @@ constexpr int64_t packed_masks_offset(int64_t cols) {
   return cols * kPackedRows / 2;
 }
 constexpr int64_t packed_scales_offset(GgmlType type, int64_t cols) {
-  return type == GgmlType::Q8_0                              ? cols * kPackedRows
-         : type == GgmlType::Q5_0 || type == GgmlType::Q5_1 ? cols * 20
-                                                              : cols * 16;
+  return type == GgmlType::Q8_0 ? cols * kPackedRows : has_fifth_bits(type) ? cols * 20 : cols * 16;
 }
 constexpr int64_t packed_mins_offset(GgmlType type, int64_t cols) {
   return packed_scales_offset(type, cols) + cols * 2;

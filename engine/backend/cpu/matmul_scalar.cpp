@@ -51,7 +51,7 @@ float dot_32(const Block* w, const int8_t* xq, const float* xd, const int32_t* s
     int32_t isum = 0;
     for (int j = 0; j < kQK8_0 / 2; ++j) {
       int q0 = w[b].qs[j] & 0xF, q1 = w[b].qs[j] >> 4;
-      if constexpr (kType == GgmlType::Q5_0 || kType == GgmlType::Q5_1) {
+      if constexpr (has_fifth_bits(kType)) {
         q0 |= q5_high(w[b].qh, j);
         q1 |= q5_high(w[b].qh, j + kQK8_0 / 2);
       }
@@ -65,7 +65,7 @@ float dot_32(const Block* w, const int8_t* xq, const float* xd, const int32_t* s
     const float d = fp16_to_fp32(w[b].d);
     if constexpr (kType == GgmlType::Q5_0) isum -= 16 * xsum;
     sum += d * xd[b] * static_cast<float>(isum);
-    if constexpr (kType == GgmlType::Q4_1 || kType == GgmlType::Q5_1)
+    if constexpr (has_block_min(kType))
       sum += fp16_to_fp32(w[b].m) * xd[b] * static_cast<float>(xsum);
   }
   return sum;
