@@ -17,13 +17,14 @@
 namespace ghostline::engine::cpu {
 namespace {
 
-// A random matrix with every bit pattern of the quant values and sane, finite scales.
+// A random matrix with every bit pattern of the quant values and sane, finite scales; with
+// `fill`, every byte of the quant values is that byte instead.
 std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols,
-                                      std::mt19937& rng) {
+                                      std::mt19937& rng, int fill = -1) {
   const size_t row_bytes = ggml_row_bytes(type, cols);
   std::vector<std::byte> data(row_bytes * rows);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : data) b = static_cast<std::byte>(byte(rng));
+  for (auto& b : data) b = static_cast<std::byte>(fill >= 0 ? fill : byte(rng));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> scale(0.002f, 0.02f);
   auto put16 = [](std::byte* p, uint16_t v) { std::memcpy(p, &v, 2); };
@@ -227,6 +228,46 @@ TEST_P(MatmulTest, ExactOnActivationsThatQuantizeExactly) {
               << "token " << t << " row " << r;
         }
     }
+}
+
+// Integer kernels sum products of weight bytes and activation bytes in narrow lanes (AVX2's
+// maddubs sums pairs in int16 with saturation, and a few words' sums add there before they
+// widen): every quant byte at its largest or smallest pattern against activations at ±127 of the
+// same sign must still give the reference.
+TEST_P(MatmulTest, LargestValuesDoNotOverflowTheIntegerSums) {
+  const auto [type, isa] = GetParam();
+  if (!isa_supported(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  const int64_t cols = ggml_type_traits(type).block_elems == kQK_K ? 512 : 256;
+  const int64_t rows = 19;
+  ThreadPool pool(2);
+  for (const int fill : {0xFF, 0x80, 0x7F, 0x00}) {
+    std::mt19937 rng(static_cast<unsigned>(fill));
+    const auto data = random_weights(type, rows, cols, rng, fill);
+    const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+    std::vector<float> wf(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+    std::vector<std::byte> storage;
+    for (const WeightMatrix& m : layouts(w, isa, pool, storage))
+      for (const auto& [n, mode] :
+           std::vector<std::pair<int64_t, Tokens>>{{2, Tokens::kSteps}, {8, Tokens::kBatch}}) {
+        SCOPED_TRACE("fill " + std::to_string(fill) + ", tokens " + std::to_string(n) +
+                     (mode == Tokens::kBatch ? " as a batch" : "") + ", " + layout_name(m));
+        std::vector<float> x(n * cols);
+        for (int64_t k = 0; k < n * cols; ++k) x[k] = (k / cols) % 2 == 0 ? 127.0f : -127.0f;
+        std::vector<float> y(n * rows), expected(n * rows);
+        matmul(m, x.data(), n, y.data(), pool, isa, mode);
+        matmul_reference(w, x.data(), n, expected.data());
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t r = 0; r < rows; ++r) {
+            double abs_sum = 0.0;
+            for (int64_t k = 0; k < cols; ++k)
+              abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
+            ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
+                << "token " << t << " row " << r;
+          }
+      }
+  }
 }
 
 // A row's result must not depend on the rows computed beside it (decode kernels take rows in

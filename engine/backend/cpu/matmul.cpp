@@ -107,7 +107,7 @@ struct Scratch {
   struct Q8Scratch {
     std::vector<int32_t> q;
     std::vector<float> d;
-    std::vector<int32_t> corr;
+    std::vector<int32_t> sum;
     std::vector<float> dsum;
   } q8[2];
 };
@@ -241,7 +241,7 @@ kernels::Q8Tiles pack_q8_tiles(const float* x, int64_t n_tokens, int64_t cols, i
   kernels::Q8Tiles xq;
   xq.q = sized(s.q, static_cast<size_t>(tiles * ks.q8_tile_tokens * (cols / 4)));
   xq.d = sized(s.d, tile_groups);
-  xq.corr = sized(s.corr, tile_groups);
+  xq.sum = sized(s.sum, tile_groups);
   xq.dsum = sized(s.dsum, tile_groups);
   xq.group = group;
   pool.parallel_for(

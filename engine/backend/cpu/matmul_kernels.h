@@ -52,7 +52,7 @@ struct PrefillJob {
 struct Q8Tiles {
   int32_t* q = nullptr;     // [cols / 4][T]: 4 consecutive values of a token as one word
   float* d = nullptr;       // [cols / group][T]: the scale of the token's block
-  int32_t* corr = nullptr;  // [cols / group][T]: -128 * the sum of the group's values
+  int32_t* sum = nullptr;   // [cols / group][T]: the sum of the group's values
   float* dsum = nullptr;    // [cols / group][T]: d * the sum of the group's values
   int group = 0;
 };
