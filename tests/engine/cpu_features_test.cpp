@@ -9,9 +9,13 @@ namespace {
 
 TEST(CpuFeatures, LevelsAreConsistent) {
   EXPECT_TRUE(isa_supported(CpuIsa::kScalar));
-  if (isa_supported(CpuIsa::kAvx512)) {
+  if (isa_supported(CpuIsa::kAvx512) || isa_supported(CpuIsa::kAvxVnni)) {
     EXPECT_TRUE(isa_supported(CpuIsa::kAvx2));
   }
+  // The best level is the most preferred one the CPU has.
+  for (auto isa : {CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512})
+    if (isa_supported(isa))
+      EXPECT_GE(static_cast<int>(best_supported_isa()), static_cast<int>(isa));
   EXPECT_TRUE(isa_supported(best_supported_isa()));
   EXPECT_TRUE(isa_supported(active_isa()));
   const auto& f = cpu_features();
@@ -22,7 +26,7 @@ TEST(CpuFeatures, LevelsAreConsistent) {
 }
 
 TEST(CpuFeatures, IsaNamesRoundTrip) {
-  for (auto isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
+  for (auto isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512})
     EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   EXPECT_FALSE(parse_isa("sse9").has_value());
 }
@@ -33,6 +37,11 @@ TEST(CpuFeatures, OverrideLowersTheLevelOrExplainsWhyNot) {
   EXPECT_EQ(resolve_isa_override("scalar"), CpuIsa::kScalar);
   if (isa_supported(CpuIsa::kAvx2)) {
     EXPECT_EQ(resolve_isa_override("avx2"), CpuIsa::kAvx2);
+  }
+  if (isa_supported(CpuIsa::kAvxVnni)) {
+    EXPECT_EQ(resolve_isa_override("avxvnni"), CpuIsa::kAvxVnni);
+  } else {
+    EXPECT_THROW(resolve_isa_override("avxvnni"), std::runtime_error);
   }
   EXPECT_THROW(resolve_isa_override("sse9"), std::runtime_error);
   if (!isa_supported(CpuIsa::kAvx512)) {

@@ -312,12 +312,12 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypesAllPaths, MatmulTest,
-    ::testing::Combine(::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
-                                         GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-                                         GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
-                                         GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
-                                         GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
-                       ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512)),
+    ::testing::Combine(
+        ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                          GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                          GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
+                          GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+        ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512)),
     param_name);
 
 class MatmulSharedInputTest : public ::testing::TestWithParam<CpuIsa> {};
@@ -379,7 +379,8 @@ TEST_P(MatmulSharedInputTest, MatchesSeparateProductsBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulSharedInputTest,
-                         ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512),
+                         ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni,
+                                           CpuIsa::kAvx512),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) {
                            return std::string(isa_name(info.param));
                          });
@@ -421,6 +422,7 @@ TEST(Matmul, DecodeOfQuantizedWeightsIsCloseInRelativeTerms) {
 TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
   std::vector<const kernels::KernelSet*> sets;
   if (isa_supported(CpuIsa::kAvx2)) sets.push_back(&kernels::avx2_kernels());
+  if (isa_supported(CpuIsa::kAvxVnni)) sets.push_back(&kernels::avxvnni_kernels());
   if (isa_supported(CpuIsa::kAvx512)) sets.push_back(&kernels::avx512_kernels());
   std::mt19937 rng(17);
   std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -524,6 +526,7 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvx2));
+  EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
   ThreadPool pool(1);

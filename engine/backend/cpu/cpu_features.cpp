@@ -65,7 +65,7 @@ CpuIsa resolve_isa_override(const char* env) {
   const auto wanted = parse_isa(env);
   if (!wanted)
     throw std::runtime_error(std::string("GHOSTLINE_CPU=") + env +
-                             " is not one of scalar, avx2, avx512");
+                             " is not one of scalar, avx2, avxvnni, avx512");
   if (!isa_supported(*wanted))
     throw std::runtime_error(std::string("GHOSTLINE_CPU=") + env +
                              " asks for instructions this CPU lacks; it supports up to " +
@@ -86,6 +86,8 @@ bool isa_supported(CpuIsa isa) {
       return true;
     case CpuIsa::kAvx2:
       return f.avx2 && f.fma && f.f16c;
+    case CpuIsa::kAvxVnni:
+      return f.avx2 && f.fma && f.f16c && f.avx_vnni;
     case CpuIsa::kAvx512:
       return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
              f.avx512vnni;
@@ -95,6 +97,7 @@ bool isa_supported(CpuIsa isa) {
 
 CpuIsa best_supported_isa() {
   if (isa_supported(CpuIsa::kAvx512)) return CpuIsa::kAvx512;
+  if (isa_supported(CpuIsa::kAvxVnni)) return CpuIsa::kAvxVnni;
   if (isa_supported(CpuIsa::kAvx2)) return CpuIsa::kAvx2;
   return CpuIsa::kScalar;
 }
@@ -110,6 +113,8 @@ std::string_view isa_name(CpuIsa isa) {
       return "scalar";
     case CpuIsa::kAvx2:
       return "avx2";
+    case CpuIsa::kAvxVnni:
+      return "avxvnni";
     case CpuIsa::kAvx512:
       return "avx512";
   }
@@ -119,6 +124,7 @@ std::string_view isa_name(CpuIsa isa) {
 std::optional<CpuIsa> parse_isa(std::string_view name) {
   if (name == "scalar") return CpuIsa::kScalar;
   if (name == "avx2") return CpuIsa::kAvx2;
+  if (name == "avxvnni") return CpuIsa::kAvxVnni;
   if (name == "avx512") return CpuIsa::kAvx512;
   return std::nullopt;
 }

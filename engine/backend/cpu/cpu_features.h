@@ -25,11 +25,15 @@ struct CpuFeatures {
   bool amx_bf16 = false;
 };
 
-// The instruction-set level a kernel is compiled for; each level implies the ones below it.
+// The instruction-set level a kernel is compiled for, from the least to the most preferred. A
+// level's kernels use its own instructions only: CPUs with AVX-512 VNNI need not have AVX-VNNI
+// (Ice Lake, Zen 4), and the common CPUs with AVX-VNNI have no AVX-512 (Alder Lake and later
+// client cores; Zen 5 has both).
 enum class CpuIsa {
-  kScalar,  // portable C++
-  kAvx2,    // AVX2 + FMA + F16C
-  kAvx512,  // AVX-512 F/BW/VL/DQ + VNNI
+  kScalar,   // portable C++
+  kAvx2,     // AVX2 + FMA + F16C
+  kAvxVnni,  // AVX2 + FMA + F16C + AVX-VNNI (vpdpbusd on 256-bit vectors)
+  kAvx512,   // AVX-512 F/BW/VL/DQ + VNNI
 };
 
 // Features of this CPU as CPUID and the OS (XGETBV) report them; detected once.
@@ -39,7 +43,7 @@ bool isa_supported(CpuIsa isa);
 CpuIsa best_supported_isa();
 
 // The level the kernels use: the best supported one, lowered by the environment variable
-// GHOSTLINE_CPU=scalar|avx2|avx512 (read once). Asking for more than the CPU has, or for an
+// GHOSTLINE_CPU=scalar|avx2|avxvnni|avx512 (read once). Asking for more than the CPU has, or for an
 // unknown name, throws std::runtime_error naming what the CPU supports.
 CpuIsa active_isa();
 

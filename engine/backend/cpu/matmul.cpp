@@ -167,6 +167,8 @@ const kernels::KernelSet& kernels_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kAvx512:
       return kernels::avx512_kernels();
+    case CpuIsa::kAvxVnni:
+      return kernels::avxvnni_kernels();
     case CpuIsa::kAvx2:
       return kernels::avx2_kernels();
     case CpuIsa::kScalar:

@@ -162,7 +162,8 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
 }
 
 const KernelSet& scalar_kernels();
-const KernelSet& avx2_kernels();    // call only when isa_supported(CpuIsa::kAvx2)
+const KernelSet& avx2_kernels();     // call only when isa_supported(CpuIsa::kAvx2)
+const KernelSet& avxvnni_kernels();  // call only when isa_supported(CpuIsa::kAvxVnni)
 const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx512)
 
 // Packs tokens [tile_begin, tile_end) * tile_tokens of x (n_tokens x cols) into `packed`.

@@ -121,6 +121,7 @@ const VecOps& vec_ops(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();
+    case CpuIsa::kAvxVnni:  // no vector op needs more than AVX2
     case CpuIsa::kAvx2:
       return vec_kernels::avx2_vec_ops();
     case CpuIsa::kScalar:
