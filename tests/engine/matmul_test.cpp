@@ -19,8 +19,8 @@ namespace {
 
 // A random matrix with every bit pattern of the quant values and sane, finite scales; with
 // `fill`, every byte of the quant values is that byte instead.
-std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols,
-                                      std::mt19937& rng, int fill = -1) {
+std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng,
+                                      int fill = -1) {
   const size_t row_bytes = ggml_row_bytes(type, cols);
   std::vector<std::byte> data(row_bytes * rows);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -479,45 +479,51 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
   }
 }
 
-// The int8 prefill reads a packed group as the panel it would unpack from the file's rows, so
+// The int8 prefill reads a packed group as the panels it would unpack from the file's rows, so
 // both layouts give the same sums bit for bit; decode on packed weights gives each token what
-// it gives alone, with rows split between 1 to 3 threads at any 16-row boundary.
+// it gives alone, with rows split between 1 to 3 threads at any 16-row boundary. On every level
+// that packs the type.
 TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
-  if (!isa_supported(CpuIsa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512";
-  for (GgmlType type : kPackedTypes) {
-    SCOPED_TRACE(ggml_type_name(type));
-    std::mt19937 rng(11 + static_cast<unsigned>(type));
-    const bool k_quant = ggml_type_traits(type).block_elems == kQK_K;
-    const int64_t rows = 77, cols = k_quant ? 768 : 288;
-    const auto data = random_weights(type, rows, cols, rng);
-    const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
-    ThreadPool pool(2);
-    std::vector<std::byte> storage;
-    const WeightMatrix packed = layouts(w, CpuIsa::kAvx512, pool, storage).back();
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    const int64_t n = 40;
-    std::vector<float> x(n * cols);
-    for (auto& v : x) v = normal(rng);
+  int checked = 0;
+  for (const CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512})
+    for (GgmlType type : kPackedTypes) {
+      if (!isa_supported(isa)) continue;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " at " + std::string(isa_name(isa)));
+      std::mt19937 rng(11 + static_cast<unsigned>(type));
+      const bool k_quant = ggml_type_traits(type).block_elems == kQK_K;
+      const int64_t rows = 77, cols = k_quant ? 768 : 288;
+      const auto data = random_weights(type, rows, cols, rng);
+      const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
+      if (!matmul_packs(w, isa)) continue;
+      ++checked;
+      ThreadPool pool(2);
+      std::vector<std::byte> storage;
+      const WeightMatrix packed = layouts(w, isa, pool, storage).back();
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      const int64_t n = 40;
+      std::vector<float> x(n * cols);
+      for (auto& v : x) v = normal(rng);
 
-    std::vector<float> from_file(n * rows), from_packed(n * rows);
-    matmul(w, x.data(), n, from_file.data(), pool, CpuIsa::kAvx512, Tokens::kBatch);
-    matmul(packed, x.data(), n, from_packed.data(), pool, CpuIsa::kAvx512, Tokens::kBatch);
-    EXPECT_EQ(std::memcmp(from_file.data(), from_packed.data(), from_file.size() * sizeof(float)),
-              0);
+      std::vector<float> from_file(n * rows), from_packed(n * rows);
+      matmul(w, x.data(), n, from_file.data(), pool, isa, Tokens::kBatch);
+      matmul(packed, x.data(), n, from_packed.data(), pool, isa, Tokens::kBatch);
+      EXPECT_EQ(std::memcmp(from_file.data(), from_packed.data(), from_file.size() * sizeof(float)),
+                0);
 
-    const int64_t steps = kMatmulDecodeMaxTokens;
-    std::vector<float> batch(steps * rows);
-    matmul(packed, x.data(), steps, batch.data(), pool, CpuIsa::kAvx512, Tokens::kSteps);
-    for (int threads = 1; threads <= 3; ++threads) {
-      ThreadPool split(threads);
-      for (int64_t t = 0; t < steps; ++t) {
-        std::vector<float> alone(rows);
-        matmul(packed, x.data() + t * cols, 1, alone.data(), split, CpuIsa::kAvx512);
-        ASSERT_EQ(std::memcmp(alone.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
-            << "token " << t << " on " << threads << " threads";
+      const int64_t steps = kMatmulDecodeMaxTokens;
+      std::vector<float> batch(steps * rows);
+      matmul(packed, x.data(), steps, batch.data(), pool, isa, Tokens::kSteps);
+      for (int threads = 1; threads <= 3; ++threads) {
+        ThreadPool split(threads);
+        for (int64_t t = 0; t < steps; ++t) {
+          std::vector<float> alone(rows);
+          matmul(packed, x.data() + t * cols, 1, alone.data(), split, isa);
+          ASSERT_EQ(std::memcmp(alone.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
+              << "token " << t << " on " << threads << " threads";
+        }
       }
     }
-  }
+  if (checked == 0) GTEST_SKIP() << "no level of this CPU packs weights";
 }
 
 TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
@@ -525,10 +531,20 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   const WeightMatrix k{GgmlType::Q5_K, 1, 256, data.data(), data.size()};
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
+  // Q8_0's stored bytes (value + 128) would saturate maddubs: only vpdpbusd levels pack it.
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvx2));
-  EXPECT_FALSE(matmul_packs(q, CpuIsa::kAvxVnni));
+  EXPECT_EQ(matmul_packs(q, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  // The 256-bit levels pack the 32-value types of 4 and 5 bits, not the K-quants.
+  const WeightMatrix q4{GgmlType::Q4_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q4_0, 32)};
+  EXPECT_EQ(matmul_packs(q4, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
+  EXPECT_FALSE(matmul_packs(q4, CpuIsa::kScalar));
+  std::vector<std::byte> q4k_data(ggml_row_bytes(GgmlType::Q4_K, 256));
+  const WeightMatrix q4k{GgmlType::Q4_K, 1, 256, q4k_data.data(), q4k_data.size()};
+  EXPECT_FALSE(matmul_packs(q4k, CpuIsa::kAvx2));
+  EXPECT_FALSE(matmul_packs(q4k, CpuIsa::kAvxVnni));
+  EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
   ThreadPool pool(1);
   std::vector<std::byte> out(64 * 1024);
   EXPECT_THROW(matmul_pack(k, out.data(), pool), std::invalid_argument);

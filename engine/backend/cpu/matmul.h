@@ -30,10 +30,10 @@ struct WeightMatrix {
 // Packed weights. Decode of a GGUF row reads its blocks one by one, and a block of 18 to 34
 // bytes lies across vector lanes: regathering it costs more instructions than the memory it
 // comes from takes time. Packed, the rows come in groups of kPackedRows, word-interleaved: one
-// vector holds 4 consecutive values (4-bit types: 4 stored bytes) of 16 rows, so one
-// multiply-add of a vector by 4 values of the input advances 16 rows, and the int8 prefill
-// reads the layout as its own panels. Groups of 32 rows follow each other (the last one padded
-// with zero rows); each holds (kernels::packed_group_bytes):
+// 512-bit vector holds 4 consecutive values (4-bit types: 4 stored bytes) of 16 rows (a 256-bit
+// one, of 8 rows), so one multiply-add of a vector by 4 values of the input advances 16 (8)
+// rows, and the int8 prefill reads the layout as its own panels. Groups of 32 rows follow each
+// other (the last one padded with zero rows); each holds (kernels::packed_group_bytes):
 // - Q8_0: [cols / 4][32] words of value + 128, then the scales, [cols / 32][32] fp16;
 // - Q4_0, Q4_1, Q5_0 and Q5_1: per block [4][32] words of 4 stored bytes (low nibbles: values
 //   4k..4k+3 of the block, high: 16 + 4k..); Q5_0 and Q5_1 then per block [4][2 halves of 16
@@ -47,8 +47,9 @@ struct WeightMatrix {
 //   word for two of the low bits' words), its scales and d (as many bytes as the file's).
 inline constexpr int64_t kPackedRows = 32;
 
-// Whether kernel level `isa` reads packed weights of w's type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K and Q6_K where it has 512-bit VNNI).
+// Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q4_K and Q6_K at the AVX-512 level; Q4_0, Q4_1, Q5_0 and Q5_1 at the AVX2 level, and Q8_0 too
+// at the AVX-VNNI level (maddubs would saturate on Q8_0's stored bytes).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of

@@ -90,9 +90,9 @@ struct KernelSet {
   // quantize_activations_portable).
   void (*quantize_activations)(const float* x, int64_t n, int block, int8_t* q, float* d,
                                int32_t* sum16) = nullptr;
-  // Reads WeightMatrix::packed where it is set (the types matmul_packs names), in decode and
-  // prefill.
-  bool packed = false;
+  // The types whose WeightMatrix::packed this level reads where it is set, in decode and
+  // prefill (nullptr: none; each is a packed_type).
+  bool (*packs)(GgmlType type) = nullptr;
 };
 
 // Which of the 32-value block types store a fifth bit per value (Q5_0, Q5_1) and a min per
