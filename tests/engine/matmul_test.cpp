@@ -536,15 +536,16 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
-  // The 256-bit levels pack the 32-value types of 4 and 5 bits, not the K-quants.
+  // The 256-bit levels pack the other types, Q5_K (like AVX-512) not.
   const WeightMatrix q4{GgmlType::Q4_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q4_0, 32)};
   EXPECT_EQ(matmul_packs(q4, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
   EXPECT_FALSE(matmul_packs(q4, CpuIsa::kScalar));
   std::vector<std::byte> q4k_data(ggml_row_bytes(GgmlType::Q4_K, 256));
   const WeightMatrix q4k{GgmlType::Q4_K, 1, 256, q4k_data.data(), q4k_data.size()};
-  EXPECT_FALSE(matmul_packs(q4k, CpuIsa::kAvx2));
-  EXPECT_FALSE(matmul_packs(q4k, CpuIsa::kAvxVnni));
+  EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
+  EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx2));
   ThreadPool pool(1);
   std::vector<std::byte> out(64 * 1024);
   EXPECT_THROW(matmul_pack(k, out.data(), pool), std::invalid_argument);

@@ -48,8 +48,8 @@ struct WeightMatrix {
 inline constexpr int64_t kPackedRows = 32;
 
 // Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K and Q6_K at the AVX-512 level; Q4_0, Q4_1, Q5_0 and Q5_1 at the AVX2 level, and Q8_0 too
-// at the AVX-VNNI level (maddubs would saturate on Q8_0's stored bytes).
+// Q4_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0 at the AVX2 level (maddubs
+// would saturate on Q8_0's stored bytes).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of
