@@ -13,11 +13,7 @@ namespace {
 }  // namespace
 
 const KernelSet& avx2_kernels() {
-  static const KernelSet set{kPanelRows,     kPrefillTokens,    kScratchFloats,    decode_rows,
-                             prefill_panels, /*quads=*/false,   kQ8Tokens,         q8_group,
-                             pack_q8,        prefill_q8_panels, q8_scratch_floats, nullptr,
-                             packs_256};
-  return set;
+  return level_kernels();
 }
 
 }  // namespace ghostline::engine::cpu::kernels

@@ -18,11 +18,7 @@ namespace {
 }  // namespace
 
 const KernelSet& avx512_kernels() {
-  static const KernelSet set{kPanelRows,     kPrefillTokens,    kScratchFloats,    decode_rows,
-                             prefill_panels, /*quads=*/true,    kQ8Tokens,         q8_group,
-                             pack_q8,        prefill_q8_panels, q8_scratch_floats, quantize_blocks,
-                             packed_type};
-  return set;
+  return level_kernels();
 }
 
 }  // namespace ghostline::engine::cpu::kernels
