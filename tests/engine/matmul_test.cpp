@@ -115,6 +115,33 @@ std::string layout_name(const WeightMatrix& w) {
   return w.packed ? "packed" : "as in the file";
 }
 
+// Every row of w dequantized, rows x cols floats.
+std::vector<float> dequantized(const WeightMatrix& w) {
+  std::vector<float> wf(w.rows * w.cols);
+  for (int64_t r = 0; r < w.rows; ++r)
+    dequantize_row(w.type, w.data + r * w.row_bytes, wf.data() + r * w.cols, w.cols);
+  return wf;
+}
+
+// m (w in one of its layouts) times n tokens of x gives the reference up to float rounding:
+// |error| ≤ 1e-5 · Σ|w·x| per output, wf being w dequantized.
+void expect_reference_up_to_rounding(const WeightMatrix& m, const WeightMatrix& w,
+                                     const std::vector<float>& wf, const std::vector<float>& x,
+                                     int64_t n, ThreadPool& pool, CpuIsa isa, Tokens mode) {
+  const int64_t rows = w.rows, cols = w.cols;
+  std::vector<float> y(n * rows), expected(n * rows);
+  matmul(m, x.data(), n, y.data(), pool, isa, mode);
+  matmul_reference(w, x.data(), n, expected.data());
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      double abs_sum = 0.0;
+      for (int64_t k = 0; k < cols; ++k)
+        abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
+      ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
+          << "token " << t << " row " << r;
+    }
+}
+
 using Param = std::tuple<GgmlType, CpuIsa>;
 
 class MatmulTest : public ::testing::TestWithParam<Param> {};
@@ -138,9 +165,7 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
   for (int64_t rows : {37, 70}) {
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
-    std::vector<float> wf(rows * cols);
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+    const std::vector<float> wf = dequantized(w);
 
     // Each token count, and again as a batch where that changes the path.
     std::vector<std::pair<int64_t, Tokens>> cases;
@@ -202,9 +227,7 @@ TEST_P(MatmulTest, ExactOnActivationsThatQuantizeExactly) {
   std::mt19937 rng(static_cast<unsigned>(type) * 13 + static_cast<unsigned>(isa));
   const auto data = random_weights(type, rows, cols, rng);
   const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
-  std::vector<float> wf(rows * cols);
-  for (int64_t r = 0; r < rows; ++r)
-    dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+  const std::vector<float> wf = dequantized(w);
   ThreadPool pool(2);
   std::uniform_int_distribution<int> value(-127, 127);
   std::vector<std::byte> storage;
@@ -216,17 +239,7 @@ TEST_P(MatmulTest, ExactOnActivationsThatQuantizeExactly) {
       std::vector<float> x(n * cols);
       for (int64_t k = 0; k < n * cols; ++k)
         x[k] = k % 16 == 0 ? 127.0f * (value(rng) < 0 ? -1.0f : 1.0f) : float(value(rng));
-      std::vector<float> y(n * rows), expected(n * rows);
-      matmul(m, x.data(), n, y.data(), pool, isa, mode);
-      matmul_reference(w, x.data(), n, expected.data());
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t r = 0; r < rows; ++r) {
-          double abs_sum = 0.0;
-          for (int64_t k = 0; k < cols; ++k)
-            abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
-          ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
-              << "token " << t << " row " << r;
-        }
+      ASSERT_NO_FATAL_FAILURE(expect_reference_up_to_rounding(m, w, wf, x, n, pool, isa, mode));
     }
 }
 
@@ -244,9 +257,7 @@ TEST_P(MatmulTest, LargestValuesDoNotOverflowTheIntegerSums) {
     std::mt19937 rng(static_cast<unsigned>(fill));
     const auto data = random_weights(type, rows, cols, rng, fill);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
-    std::vector<float> wf(rows * cols);
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row(type, data.data() + r * w.row_bytes, wf.data() + r * cols, cols);
+    const std::vector<float> wf = dequantized(w);
     std::vector<std::byte> storage;
     for (const WeightMatrix& m : layouts(w, isa, pool, storage))
       for (const auto& [n, mode] :
@@ -255,17 +266,7 @@ TEST_P(MatmulTest, LargestValuesDoNotOverflowTheIntegerSums) {
                      (mode == Tokens::kBatch ? " as a batch" : "") + ", " + layout_name(m));
         std::vector<float> x(n * cols);
         for (int64_t k = 0; k < n * cols; ++k) x[k] = (k / cols) % 2 == 0 ? 127.0f : -127.0f;
-        std::vector<float> y(n * rows), expected(n * rows);
-        matmul(m, x.data(), n, y.data(), pool, isa, mode);
-        matmul_reference(w, x.data(), n, expected.data());
-        for (int64_t t = 0; t < n; ++t)
-          for (int64_t r = 0; r < rows; ++r) {
-            double abs_sum = 0.0;
-            for (int64_t k = 0; k < cols; ++k)
-              abs_sum += std::fabs(double(wf[r * cols + k]) * x[t * cols + k]);
-            ASSERT_NEAR(y[t * rows + r], expected[t * rows + r], 1e-5 * abs_sum + 1e-6)
-                << "token " << t << " row " << r;
-          }
+        ASSERT_NO_FATAL_FAILURE(expect_reference_up_to_rounding(m, w, wf, x, n, pool, isa, mode));
       }
   }
 }
