@@ -25,10 +25,10 @@ int make_model_main(std::span<char* const> args) {
   parser.option("-o,--output", "FILE", "the file to write", &out_path);
   parser.option("--type", "TYPE",
                 "weight type: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K, "
-                "Q4_K, Q6_K, or Q4_K_M for llama-quantize's mix (Q4_K with Q6_K for the output, "
-                "attn_v and ffn_down of some layers); K-quant and IQ4_XS rows that are not a "
-                "multiple of 256 fall back as llama-quantize's do (Q4_K to Q5_0, Q6_K to Q8_0, "
-                "others to IQ4_NL)",
+                "Q4_K, Q5_K, Q6_K, or Q4_K_M / Q5_K_M for llama-quantize's mixes (Q4_K or Q5_K "
+                "with Q6_K for the output, attn_v and ffn_down of some layers); K-quant and IQ4_XS "
+                "rows that are not a multiple of 256 fall back as llama-quantize's do (Q4_K to "
+                "Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, others to IQ4_NL)",
                 &type);
   parser.option("--arch", "ARCH", "qwen2, llama, starcoder2 or gemma", &spec.arch);
   parser.option("--vocab", "N", "vocabulary size", &spec.n_vocab);
@@ -53,9 +53,9 @@ int make_model_main(std::span<char* const> args) {
   }
   for (char& ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   bool known = false;
-  if (type == "Q4_K_M") {
-    spec.q4_k_m = true;
-    known = true;
+  if (type == "Q4_K_M" || type == "Q5_K_M") {
+    spec.k_m_mix = true;
+    type.resize(4);  // the mix's main type
   }
   for (uint32_t id = 0; id < 64 && !known; ++id)
     if (auto t = engine::ggml_type_traits(id);

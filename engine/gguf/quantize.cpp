@@ -135,8 +135,12 @@ AffineGroups affine_groups(const float* x, int groups, int group_size, int level
   return g;
 }
 
-void quantize_q4_k(const float* x, BlockQ4_K& y) {
-  const AffineGroups g = affine_groups(x, 8, 32, 15);
+// Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scales and mins; Q5_K's fifth bits in qh
+// (bit 2i of qh[l] for value l of sub-block 2i, bit 2i + 1 for sub-block 2i + 1).
+template <bool kFiveBit, typename Block>
+void quantize_q45_k(const float* x, Block& y) {
+  constexpr int kMax = kFiveBit ? 31 : 15;
+  const AffineGroups g = affine_groups(x, 8, 32, kMax);
   const float d = stored_half(*std::max_element(g.scale, g.scale + 8) / 63.0f, y.d);
   const float dmin = stored_half(*std::max_element(g.min, g.min + 8) / 63.0f, y.dmin);
   uint8_t sc[8], m[8];
@@ -148,13 +152,18 @@ void quantize_q4_k(const float* x, BlockQ4_K& y) {
   uint8_t q[kQK_K];
   for (int v = 0; v < kQK_K; ++v) {
     const int s = v / 32;
-    q[v] =
-        static_cast<uint8_t>(std::clamp(nearest((x[v] + dmin * m[s]) * inverse(d * sc[s])), 0, 15));
+    q[v] = static_cast<uint8_t>(
+        std::clamp(nearest((x[v] + dmin * m[s]) * inverse(d * sc[s])), 0, kMax));
   }
   // Each 32 bytes: sub-block 2i in the low nibbles, 2i + 1 in the high ones.
   for (int i = 0; i < 4; ++i)
     for (int l = 0; l < 32; ++l)
-      y.qs[32 * i + l] = static_cast<uint8_t>(q[64 * i + l] | (q[64 * i + 32 + l] << 4));
+      y.qs[32 * i + l] =
+          static_cast<uint8_t>((q[64 * i + l] & 0xF) | ((q[64 * i + 32 + l] & 0xF) << 4));
+  if constexpr (kFiveBit) {
+    std::memset(y.qh, 0, sizeof y.qh);
+    for (int v = 0; v < kQK_K; ++v) y.qh[v % 32] |= static_cast<uint8_t>((q[v] >> 4) << (v / 32));
+  }
 }
 
 void quantize_q6_k(const float* x, BlockQ6_K& y) {
@@ -255,6 +264,7 @@ bool can_quantize(GgmlType type) {
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K:
       return true;
     default:
@@ -300,7 +310,9 @@ void quantize_row(GgmlType type, const float* x, std::byte* dst, int64_t n) {
     case GgmlType::Q3_K:
       return each_block<BlockQ3_K>(x, dst, n, block, quantize_q3_k);
     case GgmlType::Q4_K:
-      return each_block<BlockQ4_K>(x, dst, n, block, quantize_q4_k);
+      return each_block<BlockQ4_K>(x, dst, n, block, quantize_q45_k<false, BlockQ4_K>);
+    case GgmlType::Q5_K:
+      return each_block<BlockQ5_K>(x, dst, n, block, quantize_q45_k<true, BlockQ5_K>);
     case GgmlType::Q6_K:
       return each_block<BlockQ6_K>(x, dst, n, block, quantize_q6_k);
     default:

@@ -148,15 +148,13 @@ GgmlType incompatible_row_fallback(GgmlType type) {
 GgmlType random_model_tensor_type(const RandomModelSpec& s, std::string_view name, int layer,
                                   int64_t cols) {
   GgmlType type = s.type;
-  if (s.q4_k_m) {
+  if (s.k_m_mix) {
     const bool output = name == "output.weight" || (s.tied_output && name == "token_embd.weight");
     if (output) {
       type = GgmlType::Q6_K;
     } else if ((name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")) &&
                use_more_bits(layer, s.n_layer)) {
       type = GgmlType::Q6_K;
-    } else {
-      type = GgmlType::Q4_K;
     }
   }
   if (cols % 256 != 0) type = incompatible_row_fallback(type);
@@ -171,6 +169,9 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
       (s.n_embd / s.n_head) % 2)
     throw std::runtime_error("inconsistent head counts for embedding size " +
                              std::to_string(s.n_embd));
+  if (s.k_m_mix && s.type != GgmlType::Q4_K && s.type != GgmlType::Q5_K)
+    throw std::runtime_error("the _K_M mixes are of Q4_K or Q5_K, not " +
+                             std::string(ggml_type_name(s.type)));
   if (!cpu::can_quantize(s.type))
     throw std::runtime_error("random models cannot be written as " +
                              std::string(ggml_type_name(s.type)));
@@ -283,10 +284,14 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   };
   str("general.architecture", s.arch);
   str("general.name", "ghostline random " + s.arch + " " +
-                          (s.q4_k_m ? std::string("Q4_K_M") : std::string(ggml_type_name(s.type))));
+                          (s.k_m_mix ? std::string(ggml_type_name(s.type)) + "_M"
+                                     : std::string(ggml_type_name(s.type))));
   u32("general.alignment", kAlignment);
   // As llama-quantize records the preset (llama-bench and `ghostline bench` name the file by it).
-  if (const auto ftype = s.q4_k_m ? std::optional<int64_t>(kFileTypeQ4_K_M) : file_type_of(s.type))
+  if (const auto ftype =
+          s.k_m_mix
+              ? std::optional<int64_t>(s.type == GgmlType::Q5_K ? kFileTypeQ5_K_M : kFileTypeQ4_K_M)
+              : file_type_of(s.type))
     u32("general.file_type", uint32_t(*ftype));
   u32(a + "context_length", uint32_t(s.n_ctx));
   u32(a + "embedding_length", uint32_t(s.n_embd));

@@ -29,10 +29,11 @@ struct RandomModelSpec {
   // a row is not a multiple of 256 values a K-quant or IQ4_XS falls back as llama-quantize's
   // does (incompatible_row_fallback).
   GgmlType type = GgmlType::Q8_0;
-  // llama-quantize's Q4_K_M preset instead of one type: Q4_K, with Q6_K for the output (or the
-  // tied embedding) and for attn_v and ffn_down of the layers use_more_bits picks, then the
-  // same fallbacks (so Qwen2.5-Coder-0.5B's 896-wide rows get Q5_0 and Q8_0).
-  bool q4_k_m = false;
+  // llama-quantize's Q4_K_M or Q5_K_M preset instead of one type (`type` is then Q4_K or
+  // Q5_K): `type`, with Q6_K for the output (or the tied embedding) and for attn_v and ffn_down
+  // of the layers use_more_bits picks, then the same fallbacks (so Qwen2.5-Coder-0.5B's
+  // 896-wide rows get Q5_0 or Q5_1, and Q8_0).
+  bool k_m_mix = false;
   uint64_t seed = 1;
   // A GGUF file whose tokenizer (tokenizer.ggml.* metadata) the model takes instead of the
   // synthetic one, e.g. the real Qwen2.5-Coder vocabulary; n_vocab becomes its size.

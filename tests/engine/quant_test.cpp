@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair{GgmlType::Q5_1, 0.055}, std::pair{GgmlType::IQ4_NL, 0.13},
                       std::pair{GgmlType::IQ4_XS, 0.14}, std::pair{GgmlType::Q2_K, 0.5},
                       std::pair{GgmlType::Q3_K, 0.25}, std::pair{GgmlType::Q4_K, 0.13},
-                      std::pair{GgmlType::Q6_K, 0.035}),
+                      std::pair{GgmlType::Q5_K, 0.07}, std::pair{GgmlType::Q6_K, 0.035}),
     [](const auto& info) { return std::string(ggml_type_name(info.param.first)); });
 
 // Q2_K and Q3_K have no llama.cpp reference file: one block written by hand from the format's

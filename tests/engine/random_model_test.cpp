@@ -126,7 +126,8 @@ TEST(RandomModelMix, Q4KMGivesTheTypesLlamaQuantizeWrites) {
   spec.n_head_kv = 2;
   spec.n_ff = 1024;
   spec.n_ctx = 256;
-  spec.q4_k_m = true;
+  spec.type = GgmlType::Q4_K;
+  spec.k_m_mix = true;
   const fs::path path =
       fs::temp_directory_path() / ("ghostline-q4km-" + std::to_string(::getpid()) + ".gguf");
   write_random_model(path, spec);
@@ -154,14 +155,20 @@ TEST(RandomModelMix, RowsNotAMultipleOf256FallBackLikeLlamaQuantize) {
   spec.n_embd = 896;
   spec.n_ff = 4864;
   spec.n_layer = 24;
-  spec.q4_k_m = true;
+  spec.type = GgmlType::Q4_K;
+  spec.k_m_mix = true;
   EXPECT_EQ(random_model_tensor_type(spec, "token_embd.weight", 0, 896), GgmlType::Q8_0);
   EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_q.weight", 0, 896), GgmlType::Q5_0);
   EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_v.weight", 0, 896), GgmlType::Q8_0);
   EXPECT_EQ(random_model_tensor_type(spec, "blk.3.attn_v.weight", 3, 896), GgmlType::Q5_0);
   EXPECT_EQ(random_model_tensor_type(spec, "blk.5.ffn_down.weight", 5, 4864), GgmlType::Q6_K);
   EXPECT_EQ(random_model_tensor_type(spec, "blk.4.ffn_down.weight", 4, 4864), GgmlType::Q4_K);
-  spec.q4_k_m = false;
+  spec.type = GgmlType::Q5_K;  // Q5_K_M: the same mix over Q5_K, which falls back to Q5_1
+  EXPECT_EQ(random_model_tensor_type(spec, "token_embd.weight", 0, 896), GgmlType::Q8_0);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_q.weight", 0, 896), GgmlType::Q5_1);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.5.ffn_down.weight", 5, 4864), GgmlType::Q6_K);
+  EXPECT_EQ(random_model_tensor_type(spec, "blk.4.ffn_down.weight", 4, 4864), GgmlType::Q5_K);
+  spec.k_m_mix = false;
   spec.type = GgmlType::IQ4_XS;
   EXPECT_EQ(random_model_tensor_type(spec, "blk.0.attn_q.weight", 0, 896), GgmlType::IQ4_NL);
   EXPECT_EQ(random_model_tensor_type(spec, "blk.0.ffn_down.weight", 0, 4864), GgmlType::IQ4_XS);
@@ -191,9 +198,8 @@ TEST_P(RandomModelSuperBlockTest, FastPathMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Types, RandomModelSuperBlockTest,
                          testing::Values(GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                         GgmlType::Q6_K, GgmlType::IQ4_XS),
+                                         GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
-
 
 // make-model's starcoder2 and gemma shapes load as those architectures and run alike on both
 // paths.

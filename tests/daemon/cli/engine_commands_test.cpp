@@ -123,6 +123,20 @@ TEST(EngineCommands, MakeModelWritesTheQ4KMMixOfA896WideModel) {
   EXPECT_NE(r.out.find("servable:      yes"), std::string::npos) << r.out;
 }
 
+TEST(EngineCommands, MakeModelWritesTheQ5KMMixOverQ5K) {
+  const std::string path = ::testing::TempDir() + "ghostline-q5km.gguf";
+  const CommandResult made = run("make-model -o " + path +
+                                 " --type q5_k_m --vocab 1000 --layers 8 --heads 14 --kv-heads 2");
+  ASSERT_EQ(made.rc, 0);
+  // The layers of the Q4_K_M mix above, over Q5_K, whose 896-wide matrices fall back to Q5_1.
+  const std::string types = "Q5_1 x44, Q5_K x4, Q6_K x4, Q8_0 x5";
+  EXPECT_NE(made.out.find(types), std::string::npos) << made.out;
+  const CommandResult r = run("model-info " + path);
+  std::remove(path.c_str());
+  EXPECT_NE(r.out.find(types), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("servable:      yes"), std::string::npos) << r.out;
+}
+
 TEST(EngineCommands, MissingFileIsAnError) {
   EXPECT_EQ(run("model-info /nonexistent/model.gguf").rc, 1);
   EXPECT_EQ(run("logits -m /nonexistent/model.gguf --ids 1").rc, 1);
