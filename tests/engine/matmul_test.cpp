@@ -451,8 +451,9 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 }
 
 // The types matmul_pack packs.
-constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                     GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q6_K};
+constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                                     GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Packed weights hold the file's values: each row read back from a packed matrix is the file's
 // row dequantized, bit for bit, the zero rows that pad the last group included in none.
@@ -467,8 +468,10 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ASSERT_TRUE(matmul_packs(w, CpuIsa::kAvx512));
-    // Two groups, the second padded; Q4_K's scales take a little more room unpacked.
-    EXPECT_EQ(matmul_packed_bytes(w), type == GgmlType::Q4_K ? 2 * 2 * 4736 : 64 * w.row_bytes);
+    // Two groups, the second padded; Q4_K and Q5_K's scales take a little more room unpacked.
+    EXPECT_EQ(matmul_packed_bytes(w), type == GgmlType::Q4_K   ? 2 * 2 * 4736
+                                      : type == GgmlType::Q5_K ? 2 * 2 * 5760
+                                                               : 64 * w.row_bytes);
     std::vector<std::byte> storage;
     const WeightMatrix packed = layouts(w, CpuIsa::kAvx512, pool, storage).back();
     std::vector<float> expected(cols), got(cols);
@@ -528,8 +531,8 @@ TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
 }
 
 TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
-  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q5_K, 256));
-  const WeightMatrix k{GgmlType::Q5_K, 1, 256, data.data(), data.size()};
+  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q3_K, 256));
+  const WeightMatrix k{GgmlType::Q3_K, 1, 256, data.data(), data.size()};
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
   // Q8_0's stored bytes (value + 128) would saturate maddubs: only vpdpbusd levels pack it.
@@ -537,7 +540,7 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
-  // The 256-bit levels pack the other types, Q5_K (like AVX-512) not.
+  // The 256-bit levels pack the other types, Q3_K (like AVX-512) not.
   const WeightMatrix q4{GgmlType::Q4_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q4_0, 32)};
   EXPECT_EQ(matmul_packs(q4, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
   EXPECT_FALSE(matmul_packs(q4, CpuIsa::kScalar));
@@ -546,6 +549,10 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
   EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_EQ(matmul_packs(q4k, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  std::vector<std::byte> q5k_data(ggml_row_bytes(GgmlType::Q5_K, 256));
+  const WeightMatrix q5k{GgmlType::Q5_K, 1, 256, q5k_data.data(), q5k_data.size()};
+  EXPECT_EQ(matmul_packs(q5k, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
+  EXPECT_EQ(matmul_packs(q5k, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx2));
   ThreadPool pool(1);
   std::vector<std::byte> out(64 * 1024);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/backend/cpu/matmul_kernels.h"
@@ -479,27 +480,40 @@ void pack_group(const WeightMatrix& w, int64_t g, std::byte* out) {
   }
 }
 
-// Q4_K, block by block as pack_group: the words, then the unpacked scales and mins, d and dmin
-// (zero for rows past the matrix).
-void pack_group_q4_k(const WeightMatrix& w, int64_t g, std::byte* out) {
+// Q4_K or Q5_K, block by block as pack_group: the words, then the unpacked scales and mins, d
+// and dmin (zero for rows past the matrix), and Q5_K's fifth bits as masks: word k's bytes
+// 4k..4k+3 of qs are values l of sub-blocks 2c (low nibbles) and 2c + 1 (high ones), l = 4k %
+// 32 + j and c = k / 8, whose fifth bits are bits 2c and 2c + 1 of qh[l].
+template <typename Block>
+void pack_group_q45_k(const WeightMatrix& w, int64_t g, std::byte* out) {
+  constexpr bool kFiveBit = std::is_same_v<Block, BlockQ5_K>;
+  const int64_t packed_bytes = kernels::packed_q45_k_bytes(w.type);
   for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
-    std::byte* blk_out = out + b * kernels::kQ4kPackedBytes;
+    std::byte* blk_out = out + b * packed_bytes;
     auto* words = reinterpret_cast<uint32_t*>(blk_out);
     auto* scales = reinterpret_cast<uint8_t*>(blk_out + kernels::kQ4kScalesAt);
     auto* mins = reinterpret_cast<uint8_t*>(blk_out + kernels::kQ4kMinsAt);
     auto* d = reinterpret_cast<uint16_t*>(blk_out + kernels::kQ4kDAt);
     auto* dmin = reinterpret_cast<uint16_t*>(blk_out + kernels::kQ4kDminAt);
+    uint64_t masks[32][2][2] = {};  // Q5_K: [word][half][low, high nibbles]
     for (int64_t i = 0; i < kPackedRows; ++i) {
       const int64_t r = g * kPackedRows + i;
-      BlockQ4_K blk{};  // all zero past the matrix: zero values, scales, mins, d and dmin
-      if (r < w.rows)
-        std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(BlockQ4_K), sizeof blk);
+      Block blk{};  // all zero past the matrix: zero values, scales, mins, d and dmin
+      if (r < w.rows) std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(Block), sizeof blk);
       for (int k = 0; k < 32; ++k) std::memcpy(&words[k * kPackedRows + i], blk.qs + 4 * k, 4);
       for (int j = 0; j < 8; ++j)
         k_scale_min(j, blk.scales, scales[j * kPackedRows + i], mins[j * kPackedRows + i]);
       d[i] = blk.d;
       dmin[i] = blk.dmin;
+      if constexpr (kFiveBit)
+        for (int k = 0; k < 32; ++k)
+          for (int j = 0; j < 4; ++j)
+            for (int high = 0; high < 2; ++high) {
+              const uint64_t bit = (blk.qh[4 * k % 32 + j] >> (2 * (k / 8) + high)) & 1;
+              masks[k][i / 16][high] |= bit << (i % 16 * 4 + j);
+            }
     }
+    if constexpr (kFiveBit) std::memcpy(blk_out + kernels::kQ5kMasksAt, masks, sizeof masks);
   }
 }
 
@@ -537,7 +551,9 @@ void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
     for (int64_t g = g0; g < g1; ++g) {
       std::byte* group = out + static_cast<size_t>(g) * group_bytes;
       if (w.type == GgmlType::Q4_K)
-        pack_group_q4_k(w, g, group);
+        pack_group_q45_k<BlockQ4_K>(w, g, group);
+      else if (w.type == GgmlType::Q5_K)
+        pack_group_q45_k<BlockQ5_K>(w, g, group);
       else if (w.type == GgmlType::Q6_K)
         pack_group_q6_k(w, g, group);
       else
@@ -582,11 +598,12 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
     }
     return;
   }
-  if (w.type == GgmlType::Q4_K) {
+  if (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K) {
     // In the order of dequantize_row: per pair of sub-blocks, their scales and mins, then the
-    // low nibbles of its 32 bytes and the high ones.
+    // low nibbles of its 32 bytes and the high ones (with Q5_K's fifth bits).
+    const bool five = w.type == GgmlType::Q5_K;
     for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
-      const std::byte* blk = group + b * kernels::kQ4kPackedBytes;
+      const std::byte* blk = group + b * kernels::packed_q45_k_bytes(w.type);
       auto u8 = [&](int64_t at) { return static_cast<uint8_t>(blk[at]); };
       uint16_t h;
       std::memcpy(&h, blk + kernels::kQ4kDAt + 2 * i, 2);
@@ -600,9 +617,18 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
         const float m2 = dmin * u8(kernels::kQ4kMinsAt + (2 * c + 1) * kPackedRows + i);
         float* o = out + b * kQK_K + 64 * c;
         for (int l = 0; l < 32; ++l) {
-          const uint8_t q = u8(((8 * c + l / 4) * kPackedRows + i) * 4 + l % 4);
-          o[l] = d1 * (q & 0xF) - m1;
-          o[l + 32] = d2 * (q >> 4) - m2;
+          const int64_t k = 8 * c + l / 4;
+          const uint8_t q = u8((k * kPackedRows + i) * 4 + l % 4);
+          int lo = q & 0xF, hi = q >> 4;
+          if (five) {
+            uint64_t masks[2];
+            std::memcpy(masks, blk + kernels::kQ5kMasksAt + ((k * 2 + i / 16) * 2) * 8, 16);
+            const int bit = static_cast<int>(i % 16 * 4 + l % 4);
+            lo += 16 * static_cast<int>((masks[0] >> bit) & 1);
+            hi += 16 * static_cast<int>((masks[1] >> bit) & 1);
+          }
+          o[l] = d1 * lo - m1;
+          o[l + 32] = d2 * hi - m2;
         }
       }
     }

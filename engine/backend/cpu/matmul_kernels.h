@@ -114,7 +114,7 @@ constexpr int packed_stored_offset(GgmlType type) {
 constexpr bool packed_type(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
          type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K ||
-         type == GgmlType::Q6_K;
+         type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
 // Where the fifth bits (Q5_0, Q5_1), the scales and the mins (Q4_1, Q5_1) of a packed group of
@@ -135,6 +135,16 @@ constexpr int64_t packed_mins_offset(GgmlType type, int64_t cols) {
 inline constexpr int64_t kQ4kScalesAt = 4096, kQ4kMinsAt = 4352, kQ4kDAt = 4608, kQ4kDminAt = 4672,
                          kQ4kPackedBytes = 4736;
 
+// Q5_K packed: Q4_K's layout, then the fifth bits as Q5_0's masks: per word of nibbles and half
+// of the group (16 rows), a 64-bit mask for the low nibbles and one for the high ones, bit n
+// for byte n of the half's 16 rows x 4 bytes.
+inline constexpr int64_t kQ5kMasksAt = kQ4kPackedBytes, kQ5kPackedBytes = kQ4kPackedBytes + 1024;
+
+// The bytes per super-block of a packed Q4_K or Q5_K group.
+constexpr int64_t packed_q45_k_bytes(GgmlType type) {
+  return type == GgmlType::Q5_K ? kQ5kPackedBytes : kQ4kPackedBytes;
+}
+
 // Q6_K packed: per super-block, kQ6kPackedBytes for the group's 32 rows (as many as the file's):
 // the words of ql [2 halves][16][32 rows], the words of qh as they are [2][8][32 rows] (a word
 // of qh holds the high bits of ql words w and w + 8), the scales [16][32] and [32] d in fp16.
@@ -153,7 +163,8 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
     case GgmlType::Q5_1:
       return 24 * cols;
     case GgmlType::Q4_K:
-      return cols / kQK_K * kQ4kPackedBytes;
+    case GgmlType::Q5_K:
+      return cols / kQK_K * packed_q45_k_bytes(type);
     case GgmlType::Q6_K:
       return cols / kQK_K * kQ6kPackedBytes;
     default:
