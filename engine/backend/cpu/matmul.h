@@ -43,13 +43,15 @@ struct WeightMatrix {
 // - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
 //   of the next) and its scales and mins unpacked to bytes, with d and dmin (2.8% more than
 //   the file's rows);
+// - Q5_K: Q4_K's layout, then per super-block its fifth bits as Q5_0's masks, per word and
+//   half of the group (2.3% more than the file's rows);
 // - Q6_K: per super-block, the words of its low bits, those of its high bits as stored (one
 //   word for two of the low bits' words), its scales and d (as many bytes as the file's).
 inline constexpr int64_t kPackedRows = 32;
 
 // Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0 at the AVX2 level (maddubs
-// would saturate on Q8_0's stored bytes).
+// Q4_K, Q5_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0 at the AVX2 level
+// (maddubs would saturate on Q8_0's stored bytes).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of
