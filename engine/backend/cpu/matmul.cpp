@@ -506,12 +506,16 @@ void pack_group_q45_k(const WeightMatrix& w, int64_t g, std::byte* out) {
       d[i] = blk.d;
       dmin[i] = blk.dmin;
       if constexpr (kFiveBit)
-        for (int k = 0; k < 32; ++k)
-          for (int j = 0; j < 4; ++j)
-            for (int high = 0; high < 2; ++high) {
-              const uint64_t bit = (blk.qh[4 * k % 32 + j] >> (2 * (k / 8) + high)) & 1;
-              masks[k][i / 16][high] |= bit << (i % 16 * 4 + j);
-            }
+        for (int k = 0; k < 32; ++k) {
+          uint32_t qh;
+          std::memcpy(&qh, blk.qh + 4 * k % 32, 4);
+          for (int high = 0; high < 2; ++high) {
+            // The bit of each of the 4 bytes, gathered into a nibble by one multiply (the
+            // partial products below bit 24 never carry into it).
+            const uint32_t bits = (qh >> (2 * (k / 8) + high)) & 0x01010101u;
+            masks[k][i / 16][high] |= uint64_t{((bits * 0x01020408u) >> 24) & 0xF} << (i % 16 * 4);
+          }
+        }
     }
     if constexpr (kFiveBit) std::memcpy(blk_out + kernels::kQ5kMasksAt, masks, sizeof masks);
   }
