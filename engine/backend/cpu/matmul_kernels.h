@@ -151,6 +151,13 @@ constexpr int64_t packed_q45_k_bytes(GgmlType type) {
 inline constexpr int64_t kQ6kHighAt = 4096, kQ6kScalesAt = 6144, kQ6kDAt = 6656,
                          kQ6kPackedBytes = 6720;
 
+// The values of one block of a packed type: super-blocks of 256 for the K-quants, 32 for the
+// others.
+constexpr int64_t packed_block_values(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ? kQK_K
+                                                                                    : kQK8_0;
+}
+
 // Bytes of one packed group of kPackedRows rows of `cols` values of `type`.
 constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
   switch (type) {
