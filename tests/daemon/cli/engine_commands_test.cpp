@@ -104,17 +104,14 @@ TEST(EngineCommands, ModelInfoGroupsRepeatedProblemsAndSaysWhatWouldServe) {
   EXPECT_NE(problems.find("to serve it: re-quantize to one of"), std::string::npos) << problems;
 }
 
-TEST(EngineCommands, MakeModelWritesTheQ4KMMixOfA896WideModel) {
-  const std::string path = ::testing::TempDir() + "ghostline-q4km.gguf";
-  // Qwen2.5-Coder-0.5B's widths (896, ffn 4864) with fewer layers and a small vocabulary.
-  const CommandResult made = run("make-model -o " + path +
-                                 " --type q4_k_m --vocab 1000 --layers 8 --heads 14 --kv-heads 2");
+// make-model --type `preset` at Qwen2.5-Coder-0.5B's widths (896, ffn 4864) with fewer layers
+// and a small vocabulary: its output and model-info's name the tensor types `types`, and the
+// file can be served.
+void expect_mix_of_a_896_wide_model(const std::string& preset, const std::string& types) {
+  const std::string path = ::testing::TempDir() + "ghostline-" + preset + ".gguf";
+  const CommandResult made = run("make-model -o " + path + " --type " + preset +
+                                 " --vocab 1000 --layers 8 --heads 14 --kv-heads 2");
   ASSERT_EQ(made.rc, 0);
-  // llama-quantize's use_more_bits picks layers 0 (< 8/8), 3 and 6 ((i - 1) % 3 == 2) and 7
-  // (>= 7*8/8): their attn_v wants Q6_K (896 wide: Q8_0 instead) and their ffn_down (4864 wide)
-  // gets Q6_K; the other ffn_down Q4_K; the tied embedding Q6_K, so Q8_0; every other 896-wide
-  // matrix Q4_K, so Q5_0.
-  const std::string types = "Q4_K x4, Q5_0 x44, Q6_K x4, Q8_0 x5";
   EXPECT_NE(made.out.find(types), std::string::npos) << made.out;
   const CommandResult r = run("model-info " + path);
   std::remove(path.c_str());
@@ -123,18 +120,17 @@ TEST(EngineCommands, MakeModelWritesTheQ4KMMixOfA896WideModel) {
   EXPECT_NE(r.out.find("servable:      yes"), std::string::npos) << r.out;
 }
 
+TEST(EngineCommands, MakeModelWritesTheQ4KMMixOfA896WideModel) {
+  // llama-quantize's use_more_bits picks layers 0 (< 8/8), 3 and 6 ((i - 1) % 3 == 2) and 7
+  // (>= 7*8/8): their attn_v wants Q6_K (896 wide: Q8_0 instead) and their ffn_down (4864 wide)
+  // gets Q6_K; the other ffn_down Q4_K; the tied embedding Q6_K, so Q8_0; every other 896-wide
+  // matrix Q4_K, so Q5_0.
+  expect_mix_of_a_896_wide_model("q4_k_m", "Q4_K x4, Q5_0 x44, Q6_K x4, Q8_0 x5");
+}
+
 TEST(EngineCommands, MakeModelWritesTheQ5KMMixOverQ5K) {
-  const std::string path = ::testing::TempDir() + "ghostline-q5km.gguf";
-  const CommandResult made = run("make-model -o " + path +
-                                 " --type q5_k_m --vocab 1000 --layers 8 --heads 14 --kv-heads 2");
-  ASSERT_EQ(made.rc, 0);
   // The layers of the Q4_K_M mix above, over Q5_K, whose 896-wide matrices fall back to Q5_1.
-  const std::string types = "Q5_1 x44, Q5_K x4, Q6_K x4, Q8_0 x5";
-  EXPECT_NE(made.out.find(types), std::string::npos) << made.out;
-  const CommandResult r = run("model-info " + path);
-  std::remove(path.c_str());
-  EXPECT_NE(r.out.find(types), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("servable:      yes"), std::string::npos) << r.out;
+  expect_mix_of_a_896_wide_model("q5_k_m", "Q5_1 x44, Q5_K x4, Q6_K x4, Q8_0 x5");
 }
 
 TEST(EngineCommands, MissingFileIsAnError) {
