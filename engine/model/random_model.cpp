@@ -283,9 +283,8 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
                    }});
   };
   str("general.architecture", s.arch);
-  str("general.name", "ghostline random " + s.arch + " " +
-                          (s.k_m_mix ? std::string(ggml_type_name(s.type)) + "_M"
-                                     : std::string(ggml_type_name(s.type))));
+  str("general.name", "ghostline random " + s.arch + " " + std::string(ggml_type_name(s.type)) +
+                          (s.k_m_mix ? "_M" : ""));
   u32("general.alignment", kAlignment);
   // As llama-quantize records the preset (llama-bench and `ghostline bench` name the file by it).
   if (const auto ftype =
