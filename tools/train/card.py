@@ -65,6 +65,12 @@ def loss_svg(metrics, path):
     Path(path).write_text("\n".join(el) + "\n")
 
 
+def capped_sources(manifest):
+    """The sources with a cap of their own, as ' (name N MB, ...)'."""
+    own = [f"{s['name']} {s['cap_mb']:g} MB" for s in manifest["sources"] if "cap_mb" in s]
+    return f" ({', '.join(own)})" if own else ""
+
+
 def lang_weights(manifest):
     langs = sorted({s["lang"] for s in manifest["sources"]})
     w = {l: LANG_WEIGHTS.get(l, 0.1) for l in langs}  # data.DocSampler's default for other languages
@@ -172,7 +178,8 @@ def main():
     L.append(f"Files were normalized (UTF-8, LF, no trailing whitespace), filtered (200 B - 200 kB, no "
              f"line over 400 characters, no control characters), deduplicated by SHA-256 of the "
              f"normalized text ({manifest['duplicates_dropped']} duplicates dropped) and capped at "
-             f"{manifest['cap_mb']:g} MB per source. {manifest['heldout_fraction']:.0%} of each source's "
+             f"{manifest['cap_mb']:g} MB per source{capped_sources(manifest)}. "
+             f"{manifest['heldout_fraction']:.0%} of each source's "
              f"files (whole files, seed {manifest['seed']}) are held out for evaluation: training "
              f"{manifest['train_bytes']:,} bytes, held out {manifest['heldout_bytes']:,} bytes. "
              f"Languages are sampled with weights "

@@ -16,7 +16,8 @@ import json
 
 import numpy as np
 
-LANG_WEIGHTS = {"python": 0.3, "go": 0.25, "cpp": 0.2, "ts": 0.125, "js": 0.125}
+# Languages not listed weigh 0.1 (rust); lua has about 1 MB only.
+LANG_WEIGHTS = {"python": 0.3, "go": 0.25, "cpp": 0.2, "ts": 0.125, "js": 0.125, "lua": 0.01}
 MAX_MIDDLE_TOKENS = 96
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
 from data import RowBuilder  # noqa: E402
 from gguf_writer import GGML_F16, GGML_F32, GGML_Q8_0, GGUFReader, GGUFWriter, quantize_q8_0  # noqa: E402
 from model import Config, Transformer, apply_rope  # noqa: E402
@@ -25,6 +26,32 @@ def small_tokenizer():
         w = to_unicode(piece)
         freqs[w] = freqs.get(w, 0) + 1
     return Tokenizer(train_bpe(dict(sorted(freqs.items())), 60, log=open(os.devnull, "w")))
+
+
+class CorpusLicenseTest(unittest.TestCase):
+    def test_license_expressions(self):
+        for expr in ["MIT", "Expat", "BSD-3-clause", "MIT OR Apache-2.0", "MIT/Apache-2.0",
+                     "Apache-2.0 WITH LLVM-exception", "(MIT OR Apache-2.0) AND Unicode-DFS-2016",
+                     "GPL-2+ or MIT"]:
+            self.assertTrue(corpus.permissive(expr), expr)
+        for expr in ["", "GPL-2+", "MPL-2.0", "LGPL-2.1 WITH exception", "Apache-2.0 and GPL-2",
+                     "(MIT OR Apache-2.0) AND GPL-3", "MIT AND (GPL-2 OR LGPL-3)"]:
+            self.assertFalse(corpus.permissive(expr), expr)
+
+    def test_debian_copyright_gives_the_license_of_all_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = Path(d) / "golang-example-dev"
+            doc.mkdir()
+            (doc / "copyright").write_text(
+                "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+                "Upstream-Name: example\n\n"
+                "Files: vendor/*\nCopyright: someone\nLicense: GPL-2+\n\n"
+                "Files: *\nCopyright: 2020 The Authors\nLicense: BSD-3-clause\n\n"
+                "License: BSD-3-clause\n Redistribution and use ...\n")
+            self.assertEqual(corpus.debian_license("golang-example-dev", d), "BSD-3-clause")
+            (doc / "copyright").write_text("This package was debianized by someone.\n")
+            self.assertIsNone(corpus.debian_license("golang-example-dev", d))
+            self.assertIsNone(corpus.debian_license("missing-package", d))
 
 
 class PreTokenizerTest(unittest.TestCase):
