@@ -452,8 +452,8 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 
 // The types matmul_pack packs.
 constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-                                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
-                                     GgmlType::Q5_K, GgmlType::Q6_K};
+                                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
+                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Packed weights hold the file's values: each row read back from a packed matrix is the file's
 // row dequantized, bit for bit, the zero rows that pad the last group included in none.
@@ -540,6 +540,11 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  // So are IQ4_NL's grid values looked up with 128 added.
+  const WeightMatrix nl{GgmlType::IQ4_NL, 1, 32, data.data(), ggml_row_bytes(GgmlType::IQ4_NL, 32)};
+  EXPECT_FALSE(matmul_packs(nl, CpuIsa::kAvx2));
+  EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
+  EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
   // The 256-bit levels pack the other types, Q3_K (like AVX-512) not.
   const WeightMatrix q4{GgmlType::Q4_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q4_0, 32)};
   EXPECT_EQ(matmul_packs(q4, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));

@@ -672,6 +672,9 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
           if (mins) {
             o[k + j] = lo * d + m;
             o[k + j + 16] = hi * d + m;
+          } else if (w.type == GgmlType::IQ4_NL) {
+            o[k + j] = d * kIq4nlValues[lo];
+            o[k + j + 16] = d * kIq4nlValues[hi];
           } else {
             o[k + j] = (lo - offset) * d;
             o[k + j + 16] = (hi - offset) * d;

@@ -35,11 +35,11 @@ struct WeightMatrix {
 // rows, and the int8 prefill reads the layout as its own panels. Groups of 32 rows follow each
 // other (the last one padded with zero rows); each holds (kernels::packed_group_bytes):
 // - Q8_0: [cols / 4][32] words of value + 128, then the scales, [cols / 32][32] fp16;
-// - Q4_0, Q4_1, Q5_0 and Q5_1: per block [4][32] words of 4 stored bytes (low nibbles: values
-//   4k..4k+3 of the block, high: 16 + 4k..); Q5_0 and Q5_1 then per block [4][2 halves of 16
-//   rows] two 64-bit masks, each bit the fifth bit of one byte's low (first mask) or high
-//   nibble; then the scales as Q8_0's, and Q4_1 and Q5_1's mins the same way (32 * row_bytes
-//   in all);
+// - Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL: per block [4][32] words of 4 stored bytes (low
+//   nibbles: values 4k..4k+3 of the block, high: 16 + 4k..; IQ4_NL's index its grid); Q5_0 and
+//   Q5_1 then per block [4][2 halves of 16 rows] two 64-bit masks, each bit the fifth bit of one
+//   byte's low (first mask) or high nibble; then the scales as Q8_0's, and Q4_1 and Q5_1's mins
+//   the same way (32 * row_bytes in all);
 // - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
 //   of the next) and its scales and mins unpacked to bytes, with d and dmin (2.8% more than
 //   the file's rows);
@@ -50,8 +50,8 @@ struct WeightMatrix {
 inline constexpr int64_t kPackedRows = 32;
 
 // Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q5_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0 at the AVX2 level
-// (maddubs would saturate on Q8_0's stored bytes).
+// IQ4_NL, Q4_K, Q5_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0 and IQ4_NL at
+// the AVX2 level (maddubs would saturate on their bytes, value + 128).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of

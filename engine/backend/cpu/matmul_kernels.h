@@ -106,15 +106,19 @@ constexpr bool has_block_min(GgmlType type) {
 
 // What a packed type's stored byte or nibble holds above its value: Q8_0's bytes are flipped
 // to unsigned (128), Q4_0 and Q5_0 store value + 8 and + 16, Q4_1 and Q5_1 the value itself.
+// IQ4_NL's nibbles index its grid, which the kernels look up with 128 added (as Q8_0's bytes).
 constexpr int packed_stored_offset(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 128 : has_block_min(type) ? 0 : has_fifth_bits(type) ? 16 : 8;
+  return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128
+         : has_block_min(type)                              ? 0
+         : has_fifth_bits(type)                             ? 16
+                                                            : 8;
 }
 
 // The types matmul_pack packs (and kernel levels with KernelSet::packed read packed).
 constexpr bool packed_type(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
-         type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K ||
-         type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+         type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
+         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
 // Where the fifth bits (Q5_0, Q5_1), the scales and the mins (Q4_1, Q5_1) of a packed group of
@@ -175,7 +179,7 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
     case GgmlType::Q6_K:
       return cols / kQK_K * kQ6kPackedBytes;
     default:
-      return 18 * cols;  // Q4_0
+      return 18 * cols;  // Q4_0, IQ4_NL
   }
 }
 
