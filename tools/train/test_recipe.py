@@ -216,6 +216,22 @@ class RecipeRunTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout + r.stderr
 
+    def test_same_seed_reruns_the_same_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            work = tiny_workdir(Path(d) / "w")
+            metrics = {}
+            for run in ("a", "b"):
+                self.run_py("train.py", "--workdir", str(work), "--run", run, "--ctx", "32", "--batch", "2",
+                            "--threads", "1", "--device", "cpu", "--bf16", "off", "--target", "32,2,2,1,64",
+                            "--draft", "32,1,1,1,32", "--warmup", "2", "--val-every", "2",
+                            "--total-tokens", str(6 * 2 * 32))
+                rows = [json.loads(line) for line in open(work / "runs" / run / "metrics.jsonl")]
+                # everything but the timings
+                metrics[run] = [{k: v for k, v in r.items() if not k.endswith(("_s", "_secs"))} for r in rows]
+            self.assertEqual(len(metrics["a"]), 6)
+            self.assertIn("val_target", metrics["a"][-1])
+            self.assertEqual(metrics["a"], metrics["b"])
+
     def test_tiny_run_resume_export_split(self):
         with tempfile.TemporaryDirectory() as d:
             work = tiny_workdir(Path(d) / "w")
