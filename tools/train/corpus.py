@@ -216,18 +216,25 @@ def licensed(name: str, lic, origin: str):
     return lic
 
 
+def debian_source(name, lang, pkg, root: Path, exts, skip_dirs):
+    """[the source of a Debian package's files under root], or [] (saying why) when root is
+    missing or the package's license is not permissive."""
+    if not root.exists():
+        print(f"corpus: {root} missing ({pkg}), skipped", file=sys.stderr)
+        return []
+    lic = licensed(name, debian_license(pkg), pkg)
+    if not lic:
+        return []
+    return [dict(name=name, lang=lang, license=lic, origin=f"Debian {pkg} ({root})", roots=[root],
+                 exts=exts, skip_dirs=skip_dirs)]
+
+
 def added_debian_sources():
     out = []
     for pkg, import_path in GO_PACKAGES:
-        root = Path("/usr/share/gocode/src") / import_path
-        if not root.is_dir():
-            print(f"corpus: {root} missing ({pkg}), skipped", file=sys.stderr)
-            continue
-        lic = licensed(f"go-{import_path}", debian_license(pkg), pkg)
-        if lic:
-            out.append(dict(name="go-" + import_path.replace("/", "-"), lang="go", license=lic,
-                            origin=f"Debian {pkg} ({root})", roots=[root], exts=(".go",),
-                            skip_dirs={"testdata", "vendor", "third_party"}))
+        out += debian_source("go-" + import_path.replace("/", "-"), "go", pkg,
+                             Path("/usr/share/gocode/src") / import_path, (".go",),
+                             {"testdata", "vendor", "third_party"})
     registry = Path("/usr/share/cargo/registry")
     for crate in RUST_CRATES:
         dirs = sorted((d for d in registry.glob(f"{crate}-*")
@@ -244,15 +251,8 @@ def added_debian_sources():
                             origin=f"Debian librust-{crate.replace('_', '-')}-dev ({root})",
                             roots=[root], exts=(".rs",), skip_dirs={"target"}))
     for name, pkg in CPP_HEADERS_ADDED:
-        path = Path("/usr/include") / name
-        if not path.exists():
-            print(f"corpus: {path} missing ({pkg}), skipped", file=sys.stderr)
-            continue
-        lic = licensed(f"cpp-{name}", debian_license(pkg), pkg)
-        if lic:
-            out.append(dict(name="cpp-" + name.split(".")[0].lower(), lang="cpp", license=lic,
-                            origin=f"Debian {pkg} ({path})", roots=[path],
-                            exts=(".hpp", ".h", ".ipp", ".inl", ".hxx", ".tcc"), skip_dirs=set()))
+        out += debian_source("cpp-" + name.split(".")[0].lower(), "cpp", pkg, Path("/usr/include") / name,
+                             (".hpp", ".h", ".ipp", ".inl", ".hxx", ".tcc"), set())
     for pkg in LUA_PACKAGES:
         files = [f for f in package_files(pkg) if f.suffix == ".lua" and f.is_file()]
         if not files:
