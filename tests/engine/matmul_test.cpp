@@ -451,9 +451,9 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 }
 
 // The types matmul_pack packs.
-constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-                                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL,
-                                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kPackedTypes[] = {
+    GgmlType::Q8_0,   GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+    GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Packed weights hold the file's values: each row read back from a packed matrix is the file's
 // row dequantized, bit for bit, the zero rows that pad the last group included in none.
@@ -468,10 +468,12 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
     const auto data = random_weights(type, rows, cols, rng);
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ASSERT_TRUE(matmul_packs(w, CpuIsa::kAvx512));
-    // Two groups, the second padded; Q4_K and Q5_K's scales take a little more room unpacked.
-    EXPECT_EQ(matmul_packed_bytes(w), type == GgmlType::Q4_K   ? 2 * 2 * 4736
-                                      : type == GgmlType::Q5_K ? 2 * 2 * 5760
-                                                               : 64 * w.row_bytes);
+    // Two groups, the second padded; Q4_K, Q5_K and IQ4_XS's scales take a little more room
+    // unpacked.
+    EXPECT_EQ(matmul_packed_bytes(w), type == GgmlType::Q4_K     ? 2 * 2 * 4736
+                                      : type == GgmlType::Q5_K   ? 2 * 2 * 5760
+                                      : type == GgmlType::IQ4_XS ? 2 * 2 * 4416
+                                                                 : 64 * w.row_bytes);
     std::vector<std::byte> storage;
     const WeightMatrix packed = layouts(w, CpuIsa::kAvx512, pool, storage).back();
     std::vector<float> expected(cols), got(cols);
@@ -540,11 +542,13 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
-  // So are IQ4_NL's grid values looked up with 128 added.
-  const WeightMatrix nl{GgmlType::IQ4_NL, 1, 32, data.data(), ggml_row_bytes(GgmlType::IQ4_NL, 32)};
-  EXPECT_FALSE(matmul_packs(nl, CpuIsa::kAvx2));
-  EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
-  EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  // So are IQ4_NL's and IQ4_XS's grid values looked up with 128 added.
+  for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
+    const WeightMatrix nl{type, 1, 256, data.data(), ggml_row_bytes(type, 256)};
+    EXPECT_FALSE(matmul_packs(nl, CpuIsa::kAvx2));
+    EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
+    EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  }
   // The 256-bit levels pack the other types, Q3_K (like AVX-512) not.
   const WeightMatrix q4{GgmlType::Q4_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q4_0, 32)};
   EXPECT_EQ(matmul_packs(q4, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));

@@ -521,6 +521,30 @@ void pack_group_q45_k(const WeightMatrix& w, int64_t g, std::byte* out) {
   }
 }
 
+// IQ4_XS, super-block by super-block: each sub-block's words as IQ4_NL's block's, its scale
+// ls - 32 as a byte, and d (zero past the matrix, whose scales are then -32).
+void pack_group_iq4_xs(const WeightMatrix& w, int64_t g, std::byte* out) {
+  auto* words = reinterpret_cast<uint32_t*>(out);
+  auto* scales = reinterpret_cast<int8_t*>(out + packed_scales_offset(w.type, w.cols));
+  auto* d = reinterpret_cast<uint16_t*>(out + kernels::packed_xs_d_offset(w.cols));
+  for (int64_t b = 0; b < w.cols / kQK_K; ++b)
+    for (int64_t i = 0; i < kPackedRows; ++i) {
+      const int64_t r = g * kPackedRows + i;
+      BlockIq4Xs blk{};
+      if (r < w.rows)
+        std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(BlockIq4Xs), sizeof blk);
+      d[b * kPackedRows + i] = blk.d;
+      for (int64_t s = 0; s < kQK_K / kQK8_0; ++s) {
+        const int64_t sub = b * (kQK_K / kQK8_0) + s;
+        const int ls =
+            ((blk.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((blk.scales_h >> (2 * s)) & 3) << 4);
+        scales[sub * kPackedRows + i] = static_cast<int8_t>(ls - 32);
+        for (int k = 0; k < 4; ++k)
+          std::memcpy(&words[(sub * 4 + k) * kPackedRows + i], blk.qs + 16 * s + 4 * k, 4);
+      }
+    }
+}
+
 // Q6_K, block by block: the words of ql and of qh, the scales and d (zero past the matrix).
 void pack_group_q6_k(const WeightMatrix& w, int64_t g, std::byte* out) {
   for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
@@ -560,6 +584,8 @@ void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
         pack_group_q45_k<BlockQ5_K>(w, g, group);
       else if (w.type == GgmlType::Q6_K)
         pack_group_q6_k(w, g, group);
+      else if (w.type == GgmlType::IQ4_XS)
+        pack_group_iq4_xs(w, g, group);
       else
         pack_group(w, g, group);
     }
@@ -639,6 +665,28 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
     return;
   }
   const size_t scales = packed_scales_offset(w.type, w.cols);
+  if (w.type == GgmlType::IQ4_XS) {
+    // As dequantize_row computes them: d * (ls - 32), times each grid value.
+    for (int64_t sub = 0; sub < w.cols / kQK8_0; ++sub) {
+      uint16_t h;
+      std::memcpy(&h,
+                  group + kernels::packed_xs_d_offset(w.cols) +
+                      static_cast<size_t>((sub / 8 * kPackedRows + i) * 2),
+                  2);
+      const auto ls =
+          static_cast<int8_t>(group[scales + static_cast<size_t>(sub * kPackedRows + i)]);
+      const float dl = fp16_to_fp32(h) * ls;
+      for (int64_t k = 0; k < 16; k += 4) {
+        uint8_t v[4];
+        std::memcpy(v, group + packed_word_offset(w.type, sub * kQK8_0 + k, i), 4);
+        for (int j = 0; j < 4; ++j) {
+          out[sub * kQK8_0 + k + j] = dl * kIq4nlValues[v[j] & 0xF];
+          out[sub * kQK8_0 + k + j + 16] = dl * kIq4nlValues[v[j] >> 4];
+        }
+      }
+    }
+    return;
+  }
   const size_t mins_at = packed_mins_offset(w.type, w.cols);
   const bool q8 = w.type == GgmlType::Q8_0;
   const bool q5 = kernels::has_fifth_bits(w.type), mins = kernels::has_block_min(w.type);

@@ -40,6 +40,8 @@ struct WeightMatrix {
 //   Q5_1 then per block [4][2 halves of 16 rows] two 64-bit masks, each bit the fifth bit of one
 //   byte's low (first mask) or high nibble; then the scales as Q8_0's, and Q4_1 and Q5_1's mins
 //   the same way (32 * row_bytes in all);
+// - IQ4_XS: IQ4_NL's words for its 32-value sub-blocks, then each sub-block's scale ls - 32 as
+//   a byte per row, then each super-block's d (1.5% more than the file's rows);
 // - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
 //   of the next) and its scales and mins unpacked to bytes, with d and dmin (2.8% more than
 //   the file's rows);
@@ -50,8 +52,8 @@ struct WeightMatrix {
 inline constexpr int64_t kPackedRows = 32;
 
 // Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, Q4_K, Q5_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0 and IQ4_NL at
-// the AVX2 level (maddubs would saturate on their bytes, value + 128).
+// IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but Q8_0, IQ4_NL
+// and IQ4_XS at the AVX2 level (maddubs would saturate on their bytes, value + 128).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of

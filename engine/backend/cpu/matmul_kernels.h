@@ -106,19 +106,21 @@ constexpr bool has_block_min(GgmlType type) {
 
 // What a packed type's stored byte or nibble holds above its value: Q8_0's bytes are flipped
 // to unsigned (128), Q4_0 and Q5_0 store value + 8 and + 16, Q4_1 and Q5_1 the value itself.
-// IQ4_NL's nibbles index its grid, which the kernels look up with 128 added (as Q8_0's bytes).
+// IQ4_NL's and IQ4_XS's nibbles index their grid, which the kernels look up with 128 added (as
+// Q8_0's bytes).
 constexpr int packed_stored_offset(GgmlType type) {
-  return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL ? 128
-         : has_block_min(type)                              ? 0
-         : has_fifth_bits(type)                             ? 16
-                                                            : 8;
+  return type == GgmlType::Q8_0 || type == GgmlType::IQ4_NL || type == GgmlType::IQ4_XS ? 128
+         : has_block_min(type)                                                          ? 0
+         : has_fifth_bits(type)                                                         ? 16
+                                                                                        : 8;
 }
 
 // The types matmul_pack packs (and kernel levels with KernelSet::packed read packed).
 constexpr bool packed_type(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
          type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
-         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+         type == GgmlType::IQ4_XS || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
+         type == GgmlType::Q6_K;
 }
 
 // Where the fifth bits (Q5_0, Q5_1), the scales and the mins (Q4_1, Q5_1) of a packed group of
@@ -131,6 +133,13 @@ constexpr int64_t packed_scales_offset(GgmlType type, int64_t cols) {
 }
 constexpr int64_t packed_mins_offset(GgmlType type, int64_t cols) {
   return packed_scales_offset(type, cols) + cols * 2;
+}
+
+// IQ4_XS packed: IQ4_NL's words (its 32-value sub-blocks as IQ4_NL's blocks), then per
+// sub-block [cols / 32][32] its signed scales ls - 32 as bytes, then per super-block [cols / 256]
+// [32] d in fp16.
+constexpr int64_t packed_xs_d_offset(int64_t cols) {
+  return cols * kPackedRows / 2 + cols;
 }
 
 // Q4_K packed: per super-block of 256 values, kQ4kPackedBytes for the group's 32 rows: the
@@ -158,8 +167,10 @@ inline constexpr int64_t kQ6kHighAt = 4096, kQ6kScalesAt = 6144, kQ6kDAt = 6656,
 // The values of one block of a packed type: super-blocks of 256 for the K-quants, 32 for the
 // others.
 constexpr int64_t packed_block_values(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ? kQK_K
-                                                                                    : kQK8_0;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
+                 type == GgmlType::IQ4_XS
+             ? kQK_K
+             : kQK8_0;
 }
 
 // Bytes of one packed group of kPackedRows rows of `cols` values of `type`.
@@ -178,6 +189,8 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
       return cols / kQK_K * packed_q45_k_bytes(type);
     case GgmlType::Q6_K:
       return cols / kQK_K * kQ6kPackedBytes;
+    case GgmlType::IQ4_XS:
+      return packed_xs_d_offset(cols) + cols / kQK_K * kPackedRows * 2;
     default:
       return 18 * cols;  // Q4_0, IQ4_NL
   }
