@@ -152,9 +152,7 @@ void dequantize_iq4_xs(const BlockIq4Xs* x, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(x[i].d);
     for (int s = 0; s < kQK_K / 32; ++s) {
-      const int ls =
-          ((x[i].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((x[i].scales_h >> (2 * s)) & 3) << 4);
-      const float dl = d * (ls - 32);
+      const float dl = d * iq4_xs_scale(x[i], s);
       const uint8_t* qs = x[i].qs + 16 * s;
       for (int j = 0; j < 16; ++j) {
         y[j] = dl * kIq4nlValues[qs[j] & 0xF];

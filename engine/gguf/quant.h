@@ -72,6 +72,11 @@ struct BlockIq4Xs {
 };
 static_assert(sizeof(BlockIq4Xs) == 136);
 
+// Sub-block s's signed scale ls - 32 (-32..31).
+inline int iq4_xs_scale(const BlockIq4Xs& b, int s) {
+  return (((b.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((b.scales_h >> (2 * s)) & 3) << 4)) - 32;
+}
+
 // The 16 values of the IQ4_NL / IQ4_XS grid.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};

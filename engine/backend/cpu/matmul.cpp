@@ -536,9 +536,7 @@ void pack_group_iq4_xs(const WeightMatrix& w, int64_t g, std::byte* out) {
       d[b * kPackedRows + i] = blk.d;
       for (int64_t s = 0; s < kQK_K / kQK8_0; ++s) {
         const int64_t sub = b * (kQK_K / kQK8_0) + s;
-        const int ls =
-            ((blk.scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((blk.scales_h >> (2 * s)) & 3) << 4);
-        scales[sub * kPackedRows + i] = static_cast<int8_t>(ls - 32);
+        scales[sub * kPackedRows + i] = static_cast<int8_t>(iq4_xs_scale(blk, static_cast<int>(s)));
         for (int k = 0; k < 4; ++k)
           std::memcpy(&words[(sub * 4 + k) * kPackedRows + i], blk.qs + 16 * s + 4 * k, 4);
       }

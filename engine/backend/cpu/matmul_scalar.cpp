@@ -76,14 +76,12 @@ float dot_iq4_xs(const BlockIq4Xs* w, const int8_t* xq, const float* xd, int64_t
   for (int64_t b = 0; b < nb; ++b) {
     int32_t isum = 0;
     for (int s = 0; s < kQK_K / 32; ++s) {
-      const int ls =
-          ((w[b].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((w[b].scales_h >> (2 * s)) & 3) << 4);
       const uint8_t* qs = w[b].qs + 16 * s;
       const int8_t* x = xq + b * kQK_K + 32 * s;
       int32_t sub = 0;
       for (int j = 0; j < 16; ++j)
         sub += kIq4nlValues[qs[j] & 0xF] * x[j] + kIq4nlValues[qs[j] >> 4] * x[j + 16];
-      isum += (ls - 32) * sub;
+      isum += iq4_xs_scale(w[b], s) * sub;
     }
     sum += fp16_to_fp32(w[b].d) * xd[b] * static_cast<float>(isum);
   }
