@@ -663,36 +663,25 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
     return;
   }
   const size_t scales = packed_scales_offset(w.type, w.cols);
-  if (w.type == GgmlType::IQ4_XS) {
-    // As dequantize_row computes them: d * (ls - 32), times each grid value.
-    for (int64_t sub = 0; sub < w.cols / kQK8_0; ++sub) {
-      uint16_t h;
-      std::memcpy(&h,
-                  group + kernels::packed_xs_d_offset(w.cols) +
-                      static_cast<size_t>((sub / 8 * kPackedRows + i) * 2),
-                  2);
-      const auto ls =
-          static_cast<int8_t>(group[scales + static_cast<size_t>(sub * kPackedRows + i)]);
-      const float dl = fp16_to_fp32(h) * ls;
-      for (int64_t k = 0; k < 16; k += 4) {
-        uint8_t v[4];
-        std::memcpy(v, group + packed_word_offset(w.type, sub * kQK8_0 + k, i), 4);
-        for (int j = 0; j < 4; ++j) {
-          out[sub * kQK8_0 + k + j] = dl * kIq4nlValues[v[j] & 0xF];
-          out[sub * kQK8_0 + k + j + 16] = dl * kIq4nlValues[v[j] >> 4];
-        }
-      }
-    }
-    return;
-  }
   const size_t mins_at = packed_mins_offset(w.type, w.cols);
   const bool q8 = w.type == GgmlType::Q8_0;
   const bool q5 = kernels::has_fifth_bits(w.type), mins = kernels::has_block_min(w.type);
   const int offset = kernels::packed_stored_offset(w.type);
+  const bool xs = w.type == GgmlType::IQ4_XS, grid = w.type == GgmlType::IQ4_NL || xs;
   for (int64_t b = 0; b < w.cols / kQK8_0; ++b) {
     uint16_t h;
-    std::memcpy(&h, group + scales + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
-    const float d = fp16_to_fp32(h);
+    float d;
+    if (xs) {  // a sub-block's d * (ls - 32), as dequantize_row computes it
+      std::memcpy(&h,
+                  group + kernels::packed_xs_d_offset(w.cols) +
+                      static_cast<size_t>((b / (kQK_K / kQK8_0) * kPackedRows + i) * 2),
+                  2);
+      d = fp16_to_fp32(h) *
+          static_cast<int8_t>(group[scales + static_cast<size_t>(b * kPackedRows + i)]);
+    } else {
+      std::memcpy(&h, group + scales + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
+      d = fp16_to_fp32(h);
+    }
     float m = 0.0f;
     if (mins) {
       std::memcpy(&h, group + mins_at + static_cast<size_t>((b * kPackedRows + i) * 2), 2);
@@ -718,7 +707,7 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
           if (mins) {
             o[k + j] = lo * d + m;
             o[k + j + 16] = hi * d + m;
-          } else if (w.type == GgmlType::IQ4_NL) {
+          } else if (grid) {
             o[k + j] = d * kIq4nlValues[lo];
             o[k + j + 16] = d * kIq4nlValues[hi];
           } else {

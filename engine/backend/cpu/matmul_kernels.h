@@ -164,13 +164,11 @@ constexpr int64_t packed_q45_k_bytes(GgmlType type) {
 inline constexpr int64_t kQ6kHighAt = 4096, kQ6kScalesAt = 6144, kQ6kDAt = 6656,
                          kQ6kPackedBytes = 6720;
 
-// The values of one block of a packed type (and of the activations' scales): super-blocks of
-// 256 for the K-quants and IQ4_XS, 32 for the others.
+// The values of one block of a packed type: super-blocks of 256 for the K-quants, 32 for the
+// others (IQ4_XS's packed blocks are its 32-value sub-blocks).
 constexpr int64_t packed_block_values(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ||
-                 type == GgmlType::IQ4_XS
-             ? kQK_K
-             : kQK8_0;
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ? kQK_K
+                                                                                    : kQK8_0;
 }
 
 // Bytes of one packed group of kPackedRows rows of `cols` values of `type`.
