@@ -194,6 +194,17 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
   }
 }
 
+// A packed group's bytes per block (a whole number for every column count, as groups are
+// linear in it), rounded up to cache lines: how far decode's prefetch of the next group moves
+// per block.
+constexpr int64_t packed_prefetch_step(GgmlType type) {
+  const int64_t blocks = kQK_K / packed_block_values(type);
+  return (packed_group_bytes(type, kQK_K) / blocks + 63) / 64 * 64;
+}
+static_assert(packed_prefetch_step(GgmlType::Q8_0) == 1088 &&
+              packed_prefetch_step(GgmlType::IQ4_XS) == 576 &&
+              packed_prefetch_step(GgmlType::Q6_K) == kQ6kPackedBytes);
+
 const KernelSet& scalar_kernels();
 const KernelSet& avx2_kernels();     // call only when isa_supported(CpuIsa::kAvx2)
 const KernelSet& avxvnni_kernels();  // call only when isa_supported(CpuIsa::kAvxVnni)
