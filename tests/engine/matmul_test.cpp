@@ -537,17 +537,16 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   const WeightMatrix k{GgmlType::Q3_K, 1, 256, data.data(), data.size()};
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
-  // Q8_0 at every vector level: maddubs (AVX2) takes its stored bytes (value + 128) back to
-  // the values.
+  // Q8_0, IQ4_NL and IQ4_XS at every vector level: at AVX2 the kernels take their signed
+  // values (maddubs would saturate on the stored bytes, value + 128).
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
   EXPECT_FALSE(matmul_packs(q, CpuIsa::kScalar));
   EXPECT_EQ(matmul_packs(q, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
-  // IQ4_NL's and IQ4_XS's grid values, looked up with 128 added, would saturate maddubs: only
-  // vpdpbusd levels pack them.
   for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::IQ4_XS}) {
     const WeightMatrix nl{type, 1, 256, data.data(), ggml_row_bytes(type, 256)};
-    EXPECT_FALSE(matmul_packs(nl, CpuIsa::kAvx2));
+    EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
+    EXPECT_FALSE(matmul_packs(nl, CpuIsa::kScalar));
     EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
     EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
   }

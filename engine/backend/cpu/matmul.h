@@ -52,9 +52,9 @@ struct WeightMatrix {
 inline constexpr int64_t kPackedRows = 32;
 
 // Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K at the AVX-512 and AVX-VNNI levels; all but IQ4_NL and
-// IQ4_XS at the AVX2 level (maddubs would saturate on their grid values looked up with 128
-// added; Q8_0's bytes go back to its signed values there).
+// IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K at the AVX-512, AVX-VNNI and AVX2 levels (at AVX2,
+// whose maddubs would saturate on Q8_0's stored bytes and on the grid values + 128, the
+// kernels take those types' signed values).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 
 // Bytes matmul_pack writes for w (whole groups of kPackedRows rows; for a multiple of
