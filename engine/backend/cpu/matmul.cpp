@@ -181,7 +181,7 @@ const kernels::KernelSet& kernels_for(CpuIsa isa) {
 // Whether the decode kernels of `ks` read QuantizedActivations::quads or dsum for `w`, whose
 // activations come in blocks of `block` values (Q8_0's reads only dsum).
 bool wants_quads(const WeightMatrix& w, int block, const kernels::KernelSet& ks) {
-  return block == kQK8_0 && ks.quads && !(w.packed && ks.packs && ks.packs(w.type));
+  return block == kQK8_0 && ks.quads && !(w.packed && ks.reads_packed);
 }
 
 // Decode splits a matrix into groups of 16 rows, which keep each thread's slice of y on its own
@@ -402,9 +402,7 @@ void matmul_shared_input(std::span<const WeightMatrix* const> ws, const float* x
 }
 
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa) {
-  if (!kernels::packed_type(w.type) || !isa_supported(isa)) return false;
-  const auto& ks = kernels_for(isa);
-  return ks.packs != nullptr && ks.packs(w.type);
+  return kernels::packed_type(w.type) && isa_supported(isa) && kernels_for(isa).reads_packed;
 }
 
 size_t matmul_packed_bytes(const WeightMatrix& w) {

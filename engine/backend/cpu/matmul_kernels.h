@@ -90,9 +90,9 @@ struct KernelSet {
   // quantize_activations_portable).
   void (*quantize_activations)(const float* x, int64_t n, int block, int8_t* q, float* d,
                                int32_t* sum16) = nullptr;
-  // The types whose WeightMatrix::packed this level reads where it is set, in decode and
-  // prefill (nullptr: none; each is a packed_type).
-  bool (*packs)(GgmlType type) = nullptr;
+  // Whether this level reads WeightMatrix::packed where it is set (of every packed_type), in
+  // decode and prefill.
+  bool reads_packed = false;
 };
 
 // Which of the 32-value block types store a fifth bit per value (Q5_0, Q5_1) and a min per
@@ -115,7 +115,7 @@ constexpr int packed_stored_offset(GgmlType type) {
                                                                                         : 8;
 }
 
-// The types matmul_pack packs (and kernel levels with KernelSet::packed read packed).
+// The types matmul_pack packs (and kernel levels with KernelSet::reads_packed read packed).
 constexpr bool packed_type(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
          type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
