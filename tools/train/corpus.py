@@ -143,6 +143,7 @@ LUA_PACKAGES = [
 PERMISSIVE = {"MIT", "Expat", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "ISC", "BSL-1.0",
               "Zlib", "PSF-2.0", "Unlicense", "0BSD", "CC0-1.0", "public-domain", "Unicode-DFS-2016",
               "Unicode-3.0", "Boost"}
+PERMISSIVE_NAMES = {p.lower() for p in PERMISSIVE}  # Debian writes BSD-3-clause
 
 
 def permissive(expr: str) -> bool:
@@ -166,7 +167,7 @@ def permissive(expr: str) -> bool:
         pos += 1
         if peek() == "with":
             pos += 2  # the exception
-        return name.lower() in {p.lower() for p in PERMISSIVE}  # Debian writes BSD-3-clause
+        return name.lower() in PERMISSIVE_NAMES
 
     def both():
         nonlocal pos
