@@ -230,6 +230,17 @@ def debian_source(name, lang, pkg, root: Path, exts, skip_dirs):
                  exts=exts, skip_dirs=skip_dirs)]
 
 
+def rust_package(crate: str) -> str:
+    return f"librust-{crate.replace('_', '-')}-dev"
+
+
+def added_debian_packages():
+    """The Debian packages of the sources added after the shipped models (tools/train/setup
+    installs them with --apt-packages)."""
+    return ([pkg for pkg, _ in GO_PACKAGES] + [rust_package(c) for c in RUST_CRATES]
+            + [pkg for _, pkg in CPP_HEADERS_ADDED] + LUA_PACKAGES)
+
+
 def added_debian_sources():
     out = []
     for pkg, import_path in GO_PACKAGES:
@@ -249,7 +260,7 @@ def added_debian_sources():
         lic = licensed(f"rust-{crate}", m.group(1) if m else None, str(root / "Cargo.toml"))
         if lic:
             out.append(dict(name=f"rust-{crate}", lang="rust", license=lic,
-                            origin=f"Debian librust-{crate.replace('_', '-')}-dev ({root})",
+                            origin=f"Debian {rust_package(crate)} ({root})",
                             roots=[root], exts=(".rs",), skip_dirs={"target"}))
     for name, pkg in CPP_HEADERS_ADDED:
         out += debian_source("cpp-" + name.split(".")[0].lower(), "cpp", pkg, Path("/usr/include") / name,
@@ -443,7 +454,12 @@ def main():
     ap.add_argument("--max-bytes", type=int, default=200_000)
     ap.add_argument("--sources", choices=["all", "shipped"], default="all",
                     help="all sources, or only those the shipped models were trained on")
+    ap.add_argument("--apt-packages", action="store_true",
+                    help="print the Debian packages of the sources added after the shipped models, and exit")
     args = ap.parse_args()
+    if args.apt_packages:
+        print(" ".join(added_debian_packages()))
+        return
 
     work = Path(args.workdir)
     (work / "data").mkdir(parents=True, exist_ok=True)
