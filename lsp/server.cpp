@@ -11,13 +11,16 @@
 #include <cstring>
 #include <deque>
 #include <list>
+#include <set>
 #include <stdexcept>
+#include <type_traits>
 #include <thread>
 
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
 #include "lsp/json_rpc.h"
+#include "lsp/private_dir.h"
 
 namespace ghostline::lsp {
 
@@ -212,6 +215,25 @@ struct Server::Impl {
   static constexpr std::chrono::milliseconds kAcceptRetry{100};
   asio::steady_timer accept_retry{io};
 
+  // Whether the client at the other end of a unix socket runs as this daemon's user. The
+  // socket's mode 0600 keeps other users out; this check still holds when the mode was changed
+  // or the socket was reached some other way. A refused user is logged once, not per attempt.
+  std::string listen_path;
+  std::set<uid_t> refused_users;
+
+  bool from_this_user(asio::local::stream_protocol::socket& socket) {
+    const auto uid = peer_uid(socket.native_handle());
+    if (uid && *uid == ::geteuid()) return true;
+    const uid_t key = uid ? *uid : static_cast<uid_t>(-1);
+    if (refused_users.insert(key).second) {
+      spdlog::warn("refused a client of {} on unix:{}: only {} may connect to this daemon; its further "
+                   "attempts are refused without a word",
+                   uid ? describe_user(*uid) : "an unknown user (" + std::string(std::strerror(errno)) + ")",
+                   listen_path, describe_user(::geteuid()));
+    }
+    return false;
+  }
+
   template <typename Acceptor, typename Socket>
   void accept(Acceptor& acceptor) {
     acceptor.async_accept([this, &acceptor](boost::system::error_code ec, Socket socket) {
@@ -227,6 +249,14 @@ struct Server::Impl {
           if (!wait_ec) accept<Acceptor, Socket>(acceptor);
         });
         return;
+      }
+      if constexpr (std::is_same_v<Socket, asio::local::stream_protocol::socket>) {
+        if (!from_this_user(socket)) {
+          boost::system::error_code ignored;
+          socket.close(ignored);
+          accept<Acceptor, Socket>(acceptor);
+          return;
+        }
       }
       int id = next_session++;
       auto conn = std::make_shared<Connection<Socket>>(
@@ -304,7 +334,7 @@ int Server::run_stdio() {
   return exit_code;
 }
 
-int Server::run_listen(const ListenAddress& address) {
+int Server::run_listen(const ListenAddress& address, const std::function<void(const ListenAddress&)>& on_listening) {
   auto& io = impl_->io;
   asio::signal_set signals(io, SIGINT, SIGTERM);
   std::unique_ptr<asio::ip::tcp::acceptor> tcp;
@@ -329,18 +359,24 @@ int Server::run_listen(const ListenAddress& address) {
     // Port 0 binds an ephemeral port; print it so that scripts can connect.
     spdlog::info("listening on tcp:{}:{}", address.host, tcp->local_endpoint().port());
     std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(), tcp->local_endpoint().port());
+    ListenAddress bound = address;
+    bound.port = tcp->local_endpoint().port();
+    if (on_listening) on_listening(bound);
     impl_->accept<asio::ip::tcp::acceptor, asio::ip::tcp::socket>(*tcp);
   } else {
+    // lstat, not stat: a symbolic link planted at the path is refused, never followed to a
+    // socket (or a file) somewhere else. Only a socket of this user may be replaced.
+    if (auto problem = socket_path_problem(address.path))
+      throw std::runtime_error("refusing to listen on " + address.path + ": " + *problem);
     struct stat st;
-    if (::stat(address.path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode))
-        throw std::runtime_error("'" + address.path + "' exists and is not a socket; refusing to replace it");
+    if (::lstat(address.path.c_str(), &st) == 0) {
       asio::local::stream_protocol::socket probe(io);
       boost::system::error_code ec;
       probe.connect(asio::local::stream_protocol::endpoint(address.path), ec);
       if (!ec) throw std::runtime_error("another daemon is already listening on " + address.path);
       ::unlink(address.path.c_str());  // stale socket of a daemon that died
     }
+    impl_->listen_path = address.path;
     local = std::make_unique<asio::local::stream_protocol::acceptor>(io);
     boost::system::error_code ec;
     asio::local::stream_protocol::endpoint endpoint(address.path);
@@ -355,6 +391,14 @@ int Server::run_listen(const ListenAddress& address) {
     local->listen();
     spdlog::info("listening on unix:{}", address.path);
     std::fprintf(stderr, "ghostline: listening on unix:%s\n", address.path.c_str());
+    if (on_listening) {
+      try {
+        on_listening(address);
+      } catch (...) {
+        ::unlink(address.path.c_str());
+        throw;
+      }
+    }
     impl_->accept<asio::local::stream_protocol::acceptor, asio::local::stream_protocol::socket>(*local);
   }
 

@@ -2,6 +2,7 @@
 // Scheduler (and so one engine); each connection has its own Session and documents.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,8 +34,13 @@ class Server {
   // Serves one session on stdin/stdout until exit or EOF; returns the process exit code.
   int run_stdio();
   // Accepts connections until SIGINT/SIGTERM; returns the exit code. Throws
-  // std::runtime_error when the address cannot be bound.
-  int run_listen(const ListenAddress& address);
+  // std::runtime_error when the address cannot be bound, or when something other than a socket
+  // of this user is at a unix socket's path (a symbolic link is never followed). On a unix
+  // socket only clients of this user are served (SO_PEERCRED). `on_listening` is called once the
+  // socket listens, before the first client is accepted, with the address as bound (the port
+  // that tcp:HOST:0 got); what it throws ends run_listen.
+  int run_listen(const ListenAddress& address,
+                 const std::function<void(const ListenAddress& bound)>& on_listening = {});
 
  private:
   struct Impl;
