@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -165,32 +166,40 @@ class HttpClient::Impl {
     req.body() = body;
     req.prepare_payload();
 
-    // A pooled connection may have been closed by the server while idle; a failure to send on
-    // one is a connection failure too (the server received nothing) and goes to a fresh one.
     std::unique_ptr<Connection> conn;
     Parser parser;
-    for (int attempt = 0;; ++attempt) {
-      conn = take_idle();
-      result.reused_connection = conn != nullptr;
-      try {
-        if (!conn) conn = connect(cancel);
-        if (!conn) return cancelled(result);
-        parser = std::make_unique<http::response_parser<http::buffer_body>>();
-        if (!send(*conn, req, cancel) ||
-            !read_header(*conn, *parser, result.reused_connection, cancel))
-          return cancelled(result);
-        break;
-      } catch (const HttpError& e) {
-        if (!e.connect_failure()) throw;
-        if (result.reused_connection) continue;  // not counted: the pool was stale
-        if (attempt >= options_.retries) throw;
-        ++result.retries;
-        ++counters_.connect_retries;
-        if (!sleep(options_.retry_backoff * (1 << attempt), cancel)) return cancelled(result);
-      }
+    if (!open_response(req, false, cancel, result, conn, parser)) return cancelled(result);
+    return receive(std::move(conn), *parser, start, on_body, cancel, false, result);
+  }
+
+  StreamResult get_stream(std::string_view target, const Headers& headers, const OnHead& on_head,
+                          const OnBody& on_body, const std::atomic<bool>* cancel, bool head) {
+    const auto start = Clock::now();
+    StreamResult result;
+    ++counters_.requests;
+
+    http::request<http::string_body> req{head ? http::verb::head : http::verb::get,
+                                         url_.base_path + std::string(target), 11};
+    req.set(http::field::host, host_header());
+    req.set(http::field::user_agent, "ghostline");
+    for (const auto& [name, value] : headers) req.set(name, value);
+    req.keep_alive(true);
+
+    std::unique_ptr<Connection> conn;
+    Parser parser;
+    if (!open_response(req, head, cancel, result, conn, parser)) return cancelled(result);
+    ResponseHead response;
+    response.status = static_cast<int>(parser->get().result_int());
+    for (const auto& f : parser->get())
+      response.fields.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    if (!on_head(response)) {
+      conn->close();
+      result.status = response.status;
+      result.end = StreamEnd::Stopped;
+      ++counters_.streams_closed_early;
+      return result;
     }
-    if (result.reused_connection) ++counters_.connections_reused;
-    return receive(std::move(conn), *parser, start, on_body, cancel, result);
+    return receive(std::move(conn), *parser, start, on_body, cancel, true, result);
   }
 
   HttpClientCounters counters() const { return counters_; }
@@ -241,6 +250,39 @@ class HttpClient::Impl {
       if (cancel && cancel->load(std::memory_order_relaxed)) return false;
       std::this_thread::sleep_for(std::min<Clock::duration>(kCancelPoll, until - Clock::now()));
     }
+    return true;
+  }
+
+  // Sends `req` and reads the response's header, on a pooled connection or a fresh one. A pooled
+  // connection may have been closed by the server while idle; a failure to send on one is a
+  // connection failure too (the server received nothing) and goes to a fresh one. Returns false
+  // when cancelled.
+  bool open_response(http::request<http::string_body>& req, bool head,
+                     const std::atomic<bool>* cancel, StreamResult& result,
+                     std::unique_ptr<Connection>& conn, Parser& parser) {
+    for (int attempt = 0;; ++attempt) {
+      conn = take_idle();
+      result.reused_connection = conn != nullptr;
+      try {
+        if (!conn) conn = connect(cancel);
+        if (!conn) return false;
+        parser = std::make_unique<http::response_parser<http::buffer_body>>();
+        // A response to HEAD announces a body that never comes.
+        if (head) parser->skip(true);
+        if (!send(*conn, req, cancel) ||
+            !read_header(*conn, *parser, result.reused_connection, cancel))
+          return false;
+        break;
+      } catch (const HttpError& e) {
+        if (!e.connect_failure()) throw;
+        if (result.reused_connection) continue;  // not counted: the pool was stale
+        if (attempt >= options_.retries) throw;
+        ++result.retries;
+        ++counters_.connect_retries;
+        if (!sleep(options_.retry_backoff * (1 << attempt), cancel)) return false;
+      }
+    }
+    if (result.reused_connection) ++counters_.connections_reused;
     return true;
   }
 
@@ -308,7 +350,9 @@ class HttpClient::Impl {
   // goes to a fresh connection); on a fresh connection it is the server's failure.
   bool read_header(Connection& conn, http::response_parser<http::buffer_body>& parser, bool reused,
                    const std::atomic<bool>* cancel) {
-    parser.body_limit(boost::none);
+    // No limit; not boost::none: Beast 1.74 compares a Content-Length with the optional limit,
+    // and any length is greater than an empty one (a GGUF download has a Content-Length).
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     beast::error_code ec;
     bool done = false;
     conn.tcp().expires_after(options_.read_timeout);
@@ -329,7 +373,7 @@ class HttpClient::Impl {
   // Reads the body in pieces as they arrive.
   StreamResult receive(std::unique_ptr<Connection> owned,
                        http::response_parser<http::buffer_body>& parser, Clock::time_point start,
-                       const OnBody& on_body, const std::atomic<bool>* cancel,
+                       const OnBody& on_body, const std::atomic<bool>* cancel, bool any_status,
                        StreamResult& result) {
     Connection& conn = *owned;
     beast::error_code ec;
@@ -358,7 +402,7 @@ class HttpClient::Impl {
       if (n == 0) continue;
       if (result.first_byte_ms < 0) result.first_byte_ms = ms_between(start, Clock::now());
       result.body_bytes += n;
-      if (result.status != 200) {
+      if (result.status != 200 && !any_status) {
         error_body.append(
             piece, std::min(n, kErrorBodyBytes - std::min(kErrorBodyBytes, error_body.size())));
         continue;
@@ -368,7 +412,7 @@ class HttpClient::Impl {
         break;
       }
     }
-    if (result.status != 200)
+    if (result.status != 200 && !any_status)
       throw HttpError(
           url_.origin() + " answered " + std::to_string(result.status) + ": " + error_body, false,
           result.status);
@@ -412,6 +456,18 @@ StreamResult HttpClient::post_stream(std::string_view path, const std::string& b
                                      const Headers& headers, const OnBody& on_body,
                                      const std::atomic<bool>* cancel) {
   return impl_->post_stream(path, body, headers, on_body, cancel);
+}
+
+StreamResult HttpClient::get_stream(std::string_view target, const Headers& headers,
+                                    const OnHead& on_head, const OnBody& on_body,
+                                    const std::atomic<bool>* cancel, Method method) {
+  return impl_->get_stream(target, headers, on_head, on_body, cancel, method == Method::Head);
+}
+
+std::string ResponseHead::field(std::string_view name) const {
+  for (const auto& [n, v] : fields)
+    if (beast::iequals(n, beast::string_view(name.data(), name.size()))) return v;
+  return {};
 }
 
 HttpClientCounters HttpClient::counters() const {

@@ -1,5 +1,6 @@
-// A streaming HTTP/1.1 client for one inference server (Boost.Beast, TLS through Boost.Asio SSL
-// and OpenSSL): POSTs a JSON body and hands the response body to the caller as it arrives.
+// A streaming HTTP/1.1 client for one server (Boost.Beast, TLS through Boost.Asio SSL and
+// OpenSSL): POSTs a JSON body to an inference server, or GETs a file (`ghostline pull`), and hands
+// the response body to the caller as it arrives.
 //
 // It runs its own io_context on the calling thread and polls the cancel flag every few
 // milliseconds while waiting, so that a cancelled request closes its connection at once: the
@@ -70,6 +71,14 @@ struct StreamResult {
   size_t body_bytes = 0;
 };
 
+// The status line and header of a response, as `get_stream` hands them over.
+struct ResponseHead {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> fields;  // in the order received
+  // The value of the first field named `name` (case-insensitive), or empty.
+  std::string field(std::string_view name) const;
+};
+
 struct HttpClientCounters {
   uint64_t requests = 0;
   uint64_t connections_opened = 0;
@@ -95,6 +104,19 @@ class HttpClient {
   // thread-safe: one caller at a time.
   StreamResult post_stream(std::string_view path, const std::string& body, const Headers& headers,
                            const OnBody& on_body, const std::atomic<bool>* cancel);
+
+  // Called with the head of a GET's response, whatever its status; returns false to skip the
+  // body (the connection is then closed, not reused).
+  using OnHead = std::function<bool(const ResponseHead&)>;
+  enum class Method { Get, Head };
+
+  // GETs (or HEADs) the base path + `target` (path and query). Unlike post_stream, every status
+  // is the caller's to judge (redirects, 206, 404): `on_head` sees it, then `on_body` gets the
+  // body of any status. Throws HttpError when no response arrived or the connection was lost in
+  // the body; a body cut short (the server closed early) is such a loss.
+  StreamResult get_stream(std::string_view target, const Headers& headers, const OnHead& on_head,
+                          const OnBody& on_body, const std::atomic<bool>* cancel,
+                          Method method = Method::Get);
 
   const Url& url() const { return url_; }
   HttpClientCounters counters() const;
