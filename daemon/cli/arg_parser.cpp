@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 
 namespace ghostline::daemon {
 namespace {
@@ -130,8 +131,12 @@ std::optional<int> ArgParser::parse(std::span<char* const> args) {
             return usage_error("option '" + std::string(name) + "' needs a value");
           value = args[++i];
         }
-        if (!o->set(value))
-          return usage_error("invalid value '" + std::string(value) + "' for " + std::string(name));
+        try {
+          if (!o->set(value))
+            return usage_error("invalid value '" + std::string(value) + "' for " + std::string(name));
+        } catch (const std::invalid_argument& e) {  // a setter that can say why
+          return usage_error(e.what());
+        }
       } else {
         if (inline_value) return usage_error("option '" + std::string(name) + "' takes no value");
         o->set({});

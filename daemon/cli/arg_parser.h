@@ -23,7 +23,8 @@ class ArgParser {
   void option(std::string names, std::string metavar, std::string help, int* out);
   void option(std::string names, std::string metavar, std::string help, double* out);
   // One of a fixed set of words, e.g. an enum: `parse` stores the value and returns false for a
-  // word it does not know; `default_text` is shown in --help.
+  // word it does not know, or throws std::invalid_argument with the reason (the usage error's
+  // message); `default_text` is shown in --help.
   void option(std::string names, std::string metavar, std::string help,
               std::function<bool(std::string_view)> parse, std::string default_text) {
     add_option(std::move(names), std::move(metavar), std::move(help), std::move(parse), std::move(default_text));

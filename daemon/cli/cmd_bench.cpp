@@ -61,7 +61,7 @@ int bench_main(std::span<char* const> args) {
   int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, depth = 0;
   ArgParser parser("ghostline bench",
                    "Measure prompt processing (ppN) and generation (tgN) speed like llama-bench.");
-  parser.option("-m,--model", "FILE", "the GGUF model", &model_path);
+  parser.option("-m,--model", "FILE|NAME", "the GGUF model: a file or a pulled name", &model_path);
   parser.option("-p,--n-prompt", "N", "prompt tokens processed in one batch (0: skip)", &n_prompt);
   parser.option("-n,--n-gen", "N", "tokens generated one at a time (0: skip)", &n_gen);
   parser.option("-t,--threads", "N", "compute threads", &threads);

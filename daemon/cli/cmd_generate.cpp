@@ -18,7 +18,7 @@ int generate_main(std::span<char* const> args) {
   double temp = 0, top_p = 1;
   bool print_ids = false, special = false;
   ArgParser parser("ghostline generate", "Generate text after a prompt (greedy by default).");
-  parser.option("-m,--model", "FILE", "the GGUF model", &model_path);
+  parser.option("-m,--model", "FILE|NAME", "the GGUF model: a file or a pulled name", &model_path);
   parser.option("-p,--prompt", "TEXT", "the prompt", &prompt);
   parser.option("-n,--tokens", "N", "tokens to generate at most", &n);
   parser.option("-t,--threads", "N", "compute threads", &threads);

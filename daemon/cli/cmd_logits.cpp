@@ -19,7 +19,7 @@ int logits_main(std::span<char* const> args) {
   bool reference = false;
   ArgParser parser("ghostline logits",
                    "Print, as JSON, the top-K logits after every token of a sequence.");
-  parser.option("-m,--model", "FILE", "the GGUF model", &model_path);
+  parser.option("-m,--model", "FILE|NAME", "the GGUF model: a file or a pulled name", &model_path);
   parser.option("--ids", "IDS", "comma-separated token ids (add the BOS id yourself)", &ids_text);
   parser.option("--top", "K", "logits per position", &top);
   parser.option("-t,--threads", "N", "compute threads", &threads);

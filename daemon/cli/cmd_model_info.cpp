@@ -6,6 +6,7 @@
 #include "daemon/cli/arg_parser.h"
 #include "daemon/cli/commands.h"
 #include "daemon/cli/model_command.h"
+#include "daemon/cli/model_names.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model.h"
 #include "engine/model/fim.h"
@@ -18,12 +19,13 @@ int model_info_main(std::span<char* const> args) {
   ArgParser parser("ghostline model-info",
                    "Print what a GGUF model file holds and whether Ghostline can serve it (exit 0: "
                    "servable, 3: readable but not servable, 1: unreadable).");
-  parser.positional("FILE", "the GGUF file", &path);
+  parser.positional("FILE", "the GGUF file, or a model fetched by `ghostline pull NAME`", &path);
   if (auto rc = parser.parse(args)) return *rc;
 
   using namespace engine;
   std::unique_ptr<GgufFile> file;
   try {
+    path = resolve_model_argument(path);
     file = GgufFile::open(path);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ghostline model-info: %s\n", e.what());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "daemon/cli/arg_parser.h"
+#include "daemon/cli/model_names.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "base/utf8.h"
@@ -58,7 +59,7 @@ int tokenize_main(std::span<char* const> args) {
   bool pieces = false, special = false, bos = false;
   ArgParser p("ghostline tokenize",
               "Read text from stdin and print its token ids on one line, separated by spaces.");
-  p.option("-m,--model", "FILE", "GGUF file whose vocabulary to use (required)", &model);
+  p.option("-m,--model", "FILE|NAME", "GGUF file (or pulled model) whose vocabulary to use (required)", &model);
   p.flag("--pieces",
          "print each token's bytes as a JSON string instead of its id (bytes of a character "
          "split across tokens appear as \\xNN)",
@@ -77,7 +78,7 @@ int tokenize_main(std::span<char* const> args) {
 
   std::unique_ptr<engine::Tokenizer> tok;
   try {
-    auto file = engine::GgufFile::open(model);
+    auto file = engine::GgufFile::open(resolve_model_argument(model));
     tok = engine::Tokenizer::from_gguf(*file);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ghostline tokenize: %s\n", e.what());

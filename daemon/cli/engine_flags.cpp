@@ -1,20 +1,34 @@
 #include "daemon/cli/engine_flags.h"
 
+#include "daemon/cli/model_names.h"
 #include "daemon/pipeline/completion_service.h"
 
 namespace ghostline::daemon {
 
 void add_engine_options(ArgParser& p, EngineOptions& o) {
-  p.option("-m,--model", "FILE",
-           "GGUF model to complete with (default: " + default_model_path() + ")", &o.model);
+  // A pulled model's name stands for its file in the model folder (ghostline pull NAME).
+  p.option(
+      "-m,--model", "FILE|NAME",
+      "GGUF model to complete with: a file, or a model fetched by `ghostline pull NAME` (default: " +
+          default_model_path() + ")",
+      [&o](std::string_view arg) {
+        o.model = resolve_model_argument(arg);
+        return true;
+      },
+      "");
   p.option("-t,--threads", "N", "compute threads (0: all cores)", &o.threads);
   p.option("--kv-mib", "MIB", "memory for the KV cache (at least 1)", &o.kv_mib);
   p.flag("--no-prefix-cache", "compute every prompt from scratch (to measure what the cache saves)",
          &o.no_prefix_cache);
-  p.option("--draft", "FILE",
-           "draft model for speculative decoding (same vocabulary as the model; n-gram drafts are "
-           "always used)",
-           &o.draft);
+  p.option(
+      "--draft", "FILE|NAME",
+      "draft model for speculative decoding, a file or a pulled name (same vocabulary as the "
+      "model; n-gram drafts are always used)",
+      [&o](std::string_view arg) {
+        o.draft = resolve_model_argument(arg);
+        return true;
+      },
+      "");
   p.option(
       "--speculation", "MODE",
       "auto (n-gram lookup, plus the draft model when given), ngram, draft, or off (to measure "

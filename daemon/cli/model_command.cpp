@@ -5,13 +5,14 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "daemon/cli/model_names.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/model/model.h"
 
 namespace ghostline::daemon {
 
 std::unique_ptr<engine::Model> load_model_for_command(const std::string& path) {
-  auto model = engine::Model::load(path);
+  auto model = engine::Model::load(resolve_model_argument(path));
   for (const auto& w : model->warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
   return model;
 }

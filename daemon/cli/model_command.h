@@ -16,8 +16,8 @@ class Model;
 
 namespace ghostline::daemon {
 
-// Loads a model for a command and prints its load warnings (e.g. weights not locked) to
-// stderr; throws what Model::load throws.
+// Loads a model for a command (a file, or a pulled model's name) and prints its load warnings
+// (e.g. weights not locked) to stderr; throws what Model::load throws.
 std::unique_ptr<engine::Model> load_model_for_command(const std::string& path);
 
 // A KV pool holding exactly `tokens` tokens of the model (whole blocks).
