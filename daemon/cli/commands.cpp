@@ -14,12 +14,15 @@ int make_model_main(std::span<char* const> args);
 int complete_main(std::span<char* const> args);
 int tokenize_main(std::span<char* const> args);
 int replay_main(std::span<char* const> args);
+int pull_main(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array kCommands = {
       Command{"serve", "run the LSP server (stdio, TCP or unix socket)", serve_main},
       Command{"connect", "bridge stdio to a running daemon, starting one if needed", connect_main},
       Command{"complete", "print the completion the daemon would show at FILE:LINE:COL", complete_main},
+      Command{"pull", "download a GGUF model from the Hugging Face hub into the model folder",
+              pull_main},
       Command{"model-info", "what a GGUF model file holds and whether it can be served",
               model_info_main},
       Command{"logits", "the model's top logits after each token of a sequence (JSON)",
