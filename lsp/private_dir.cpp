@@ -28,6 +28,14 @@ std::string link_target(const std::string& path) {
   return n < 0 ? std::string("?") : std::string(target.data(), static_cast<size_t>(n));
 }
 
+bool is_symlink(const std::string& path) {
+  const int saved = errno;
+  struct stat st;
+  const bool link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  errno = saved;
+  return link;
+}
+
 std::string owned_by_other(const struct stat& st, uid_t owner) {
   return "it belongs to " + describe_user(st.st_uid) + ", not to this user, " + describe_user(owner);
 }
@@ -112,7 +120,9 @@ UniqueFd open_log_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                      0600));
   if (fd.get() < 0) {
-    if (errno == ELOOP)
+    // O_NOFOLLOW fails with ELOOP, but O_CREAT on another user's link in a sticky directory can
+    // fail with EACCES first: the link is named as the reason either way.
+    if (errno == ELOOP || is_symlink(path))
       throw std::runtime_error("refusing to open the log file " + path + ": it is a symbolic link (to " +
                                link_target(path) + ")");
     if (errno == ENXIO)  // a FIFO without a reader, or a socket
@@ -162,7 +172,7 @@ std::optional<std::string> read_secret_file(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) {
     if (errno == ENOENT) return std::nullopt;
-    if (errno == ELOOP)
+    if (errno == ELOOP || is_symlink(path))
       throw std::runtime_error("refusing to read " + path + ": it is a symbolic link (to " + link_target(path) + ")");
     throw std::runtime_error("cannot open " + path + ": " + error_text(errno));
   }
