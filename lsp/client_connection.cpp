@@ -10,8 +10,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "lsp/socket_client.h"
+#include "lsp/auth_token.h"
 #include "lsp/json_rpc.h"
+#include "lsp/private_dir.h"
+#include "lsp/socket_client.h"
 
 namespace ghostline::lsp {
 
@@ -52,8 +54,25 @@ std::unique_ptr<ClientConnection> ClientConnection::connect(const ListenAddress&
     throw std::runtime_error("no daemon listens at " + where + " (" + std::strerror(errno) +
                              "); start one with `ghostline serve --listen " + where + "`");
   }
+  std::string token;
+  if (address.kind == ListenAddress::Kind::Unix) {
+    // Nothing is sent to a daemon of another user (a socket planted to read the traffic).
+    if (auto problem = unix_peer_problem(fd, address.path)) {
+      ::close(fd);
+      throw std::runtime_error("refusing to connect: " + *problem);
+    }
+  } else {
+    try {
+      token = generated_token_for(address.host, address.port);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  }
   int write_fd = ::dup(fd);
-  return std::unique_ptr<ClientConnection>(new ClientConnection(fd, write_fd, -1));
+  auto connection = std::unique_ptr<ClientConnection>(new ClientConnection(fd, write_fd, -1));
+  connection->auth_token_ = std::move(token);
+  return connection;
 }
 
 ClientConnection::ClientConnection(int read_fd, int write_fd, pid_t child)
@@ -92,8 +111,13 @@ void ClientConnection::read_loop() {
 }
 
 ClientConnection::Clock::time_point ClientConnection::send(const nlohmann::json& message) {
-  std::string frame =
-      lsp::encode_frame(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  nlohmann::json with_token;
+  const nlohmann::json* out = &message;
+  if (!auth_token_.empty() && message.is_object() && message.value("method", nlohmann::json()) == "initialize") {
+    with_token = message;
+    if (add_auth_token(with_token, auth_token_)) out = &with_token;
+  }
+  std::string frame = lsp::encode_frame(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   auto at = Clock::now();
   for (size_t off = 0; off < frame.size();) {
     ssize_t w = ::write(write_fd_, frame.data() + off, frame.size() - off);

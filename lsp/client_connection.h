@@ -31,7 +31,9 @@ class ClientConnection {
   // Starts argv[0] (looked up in PATH) with argv as its arguments, speaking LSP on its
   // stdin/stdout; its stderr is inherited. Throws std::runtime_error when it cannot start.
   static std::unique_ptr<ClientConnection> spawn(const std::vector<std::string>& argv);
-  // Connects to a listening daemon. Throws std::runtime_error when nothing listens there.
+  // Connects to a listening daemon. Throws std::runtime_error when nothing listens there, or
+  // when a unix socket's daemon runs as another user. On a loopback TCP address the token a
+  // local daemon generated (generated_token_for) is added to `initialize`.
   static std::unique_ptr<ClientConnection> connect(const ListenAddress& address);
 
   ~ClientConnection();
@@ -62,6 +64,7 @@ class ClientConnection {
   bool eof_ = false;
   bool finished_ = false;
   int exit_status_ = -1;
+  std::string auth_token_;
 };
 
 }  // namespace ghostline::lsp

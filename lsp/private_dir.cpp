@@ -206,6 +206,14 @@ std::optional<uid_t> peer_uid(int socket_fd) {
   return credentials.uid;
 }
 
+std::optional<std::string> unix_peer_problem(int socket_fd, const std::string& path) {
+  const auto uid = peer_uid(socket_fd);
+  if (!uid) return "cannot tell who listens on " + path + " (SO_PEERCRED: " + error_text(errno) + ")";
+  if (*uid == ::geteuid()) return std::nullopt;
+  return "the process listening on " + path + " runs as " + describe_user(*uid) + ", not as this user, " +
+         describe_user(::geteuid()) + "; another user may have planted that socket to read what the editor sends";
+}
+
 std::string describe_user(uid_t uid) {
   struct passwd entry;
   struct passwd* found = nullptr;

@@ -76,6 +76,11 @@ std::optional<std::string> read_secret_file(const std::string& path);
 // kernel recorded it at connect/listen time (SO_PEERCRED); nullopt with errno set on failure.
 std::optional<uid_t> peer_uid(int socket_fd);
 
+// Why the process at the other end of a unix socket connected at `path` must not be sent a
+// byte (it runs as another user: a socket planted to read what the editor sends, or SO_PEERCRED
+// failed), or nullopt when it runs as this user.
+std::optional<std::string> unix_peer_problem(int socket_fd, const std::string& path);
+
 // "alice (uid 1001)", or "uid 1001" for a user without a name.
 std::string describe_user(uid_t uid);
 

@@ -15,6 +15,8 @@
 #include "daemon/pipeline/memo_completer.h"
 #include "daemon/pipeline/scripted_completer.h"
 #include "engine/gguf/mapped_file_faults.h"
+#include "lsp/auth_token.h"
+#include "lsp/private_dir.h"
 #include "lsp/recorder.h"
 #include "lsp/server.h"
 
@@ -42,7 +44,9 @@ int serve_main(std::span<char* const> args) {
   p.option("--auth-token-env", "VAR",
            "clients must send the token held in environment variable VAR as\n      "
            "initializationOptions.authToken in initialize, their first message; others are\n      "
-           "disconnected. The token is never taken from the command line nor logged",
+           "disconnected. The token is never taken from the command line nor logged. Without\n      "
+           "it, a TCP listener generates a token into $XDG_RUNTIME_DIR (or /tmp/ghostline-UID)\n      "
+           "/ghostline-tcp-PORT.token, mode 0600, where this user's `ghostline connect` reads it",
            &auth_token_env);
   // Accepted only to explain why it is refused: a token in argv is visible to every user.
   p.option("--auth-token", "TOKEN", "refused: use --auth-token-env (a command line is visible to every user)",
@@ -163,16 +167,41 @@ int serve_main(std::span<char* const> args) {
   spdlog::info("ghostline {} serving on {} with {}", GHOSTLINE_VERSION, listen.empty() ? "stdio" : listen,
                completer->describe());
 
+  // Every local user can reach a loopback port: a TCP listener without a token of the user's
+  // own gets one generated here, which this user's clients read from a 0600 file in the private
+  // directory (written once the port is known, removed when the daemon stops).
+  std::string token_file;
+  const bool generate_token = address && address->kind == lsp::ListenAddress::Kind::Tcp && server.auth_token.empty();
+  if (generate_token) {
+    try {
+      server.auth_token = lsp::generate_auth_token();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ghostline serve: %s\n", e.what());
+      return 1;
+    }
+  }
+  auto write_token_file = [&](const lsp::ListenAddress& bound) {
+    if (!generate_token) return;
+    const lsp::PrivateDir dir = lsp::default_private_dir();
+    lsp::prepare_private_dir(dir);
+    const std::string path = lsp::tcp_token_file(dir.path, bound.port);
+    lsp::write_secret_file(path, server.auth_token);
+    token_file = path;
+    spdlog::info("clients authenticate with the token in {}", path);
+    std::fprintf(stderr, "ghostline: clients authenticate with the token in %s\n", path.c_str());
+  };
+
   int code = 0;
   {
     lsp::Server srv(*completer, server, recorder.get());
     try {
-      code = address ? srv.run_listen(*address) : srv.run_stdio();
+      code = address ? srv.run_listen(*address, write_token_file) : srv.run_stdio();
     } catch (const std::exception& e) {
       spdlog::error("{}", e.what());
       std::fprintf(stderr, "ghostline serve: %s\n", e.what());
       code = 1;
     }
+    if (!token_file.empty()) ::unlink(token_file.c_str());
     if (!address) {
       // The stdin reader thread may still be blocked in read(); end the process here.
       spdlog::shutdown();

@@ -125,6 +125,8 @@ class Client:
     def initialize(self, params=None):
         p = {"processId": None, "rootUri": None, "capabilities": {}}
         p.update(params or {})
+        if getattr(self, "auth_token", None):  # a TCP daemon's token, as `ghostline connect` sends it
+            p.setdefault("initializationOptions", {})["authToken"] = self.auth_token
         id = self.request("initialize", p)
         r = self.response(id)
         self.notify("initialized", {})

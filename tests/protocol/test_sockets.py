@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Socket mode: several editors at once on TCP and unix sockets, each with its own session and
-documents; auth tokens (from the environment, checked before anything else, never logged or
-recorded); refusal of non-loopback addresses; the default request rate limit; a client that disconnects in the
-middle of a message; `ghostline connect`; --record."""
+documents; auth tokens (from the environment or generated into a 0600 file for every TCP
+listener, checked before anything else, never logged or recorded); refusal of non-loopback
+addresses; the default request rate limit; a client that disconnects in the middle of a message;
+`ghostline connect`; --record. The attacks of another local user are in test_other_user.py."""
 import json
 import os
 import re
@@ -17,6 +18,9 @@ from lsp_client import DaemonProcess, SocketClient, run_tests  # noqa: E402
 
 BINARY = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="ghostline-sockets-")
+# The daemons' and connect's private directory (mode 0700, as mkdtemp makes it): TCP token files
+# go here, not into this user's real one.
+os.environ["XDG_RUNTIME_DIR"] = TMP
 
 
 def start_daemon(*args, preexec_fn=None):
@@ -36,14 +40,22 @@ def start_daemon(*args, preexec_fn=None):
     raise AssertionError("daemon did not listen")
 
 
+def token_file(port):
+    return os.path.join(os.environ["XDG_RUNTIME_DIR"], "ghostline-tcp-%s.token" % port)
+
+
 def connect(address):
+    """A client of the daemon at `address`; on TCP it presents the daemon's generated token in
+    initialize() (as `ghostline connect` does) when there is one."""
     if address.startswith("unix:"):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(address[5:])
-    else:
-        host, port = address[4:].rsplit(":", 1)
-        s = socket.create_connection((host, int(port)))
-    return SocketClient(s)
+        return SocketClient(s)
+    host, port = address[4:].rsplit(":", 1)
+    c = SocketClient(socket.create_connection((host, int(port))))
+    if os.path.exists(token_file(port)):
+        c.auth_token = open(token_file(port)).read().strip()
+    return c
 
 
 def open_doc(c, uri, text):
@@ -171,6 +183,47 @@ def test_auth_token():
         proc.terminate()
         proc.wait(10)
     assert TOKEN not in open(log).read(), "the token reached the log"
+
+
+def test_tcp_listener_without_a_token_generates_one():
+    proc, address, log = start_daemon("--listen", "tcp:127.0.0.1:0")
+    port = address.rsplit(":", 1)[1]
+    path = token_file(port)
+    try:
+        st = os.lstat(path)
+        assert oct(st.st_mode & 0o777) == "0o600" and st.st_uid == os.geteuid(), oct(st.st_mode)
+        token = open(path).read().strip()
+        assert re.fullmatch(r"[0-9a-f]{64}", token), token
+        assert "clients authenticate with the token in " + path in open(log).read()
+        # Without the token (any local user could connect to the port): refused and disconnected.
+        for options in ({}, {"authToken": "0" * 64}):
+            c = SocketClient(socket.create_connection(("127.0.0.1", int(port))))
+            id = c.request("initialize", {"capabilities": {}, "initializationOptions": options})
+            r = c.response(id)
+            assert r["error"]["code"] == -32600 and "authentication required" in r["error"]["message"], r
+            assert_closed(c)
+        # `ghostline connect` reads the file and adds the token to the editor's initialize.
+        p = subprocess.Popen([BINARY, "connect", address], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, bufsize=0)
+        from lsp_client import Client
+        c = Client(lambda d: (p.stdin.write(d), p.stdin.flush()), lambda: p.stdout.read(65536), p.stdin.close)
+        r = c.initialize({"initializationOptions": {"enabled": True}})
+        assert "result" in r, r
+        open_doc(c, "file:///t.py", "gen")
+        assert complete(c, "file:///t.py", 0, 3)["result"]["items"][0]["insertText"] == "<gen>v1"
+        c.close_write()
+        assert p.wait(10) == 0
+        # A token the editor gives itself is left alone (and here it is wrong).
+        p = subprocess.Popen([BINARY, "connect", address], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, bufsize=0)
+        c = Client(lambda d: (p.stdin.write(d), p.stdin.flush()), lambda: p.stdout.read(65536), p.stdin.close)
+        assert c.initialize({"initializationOptions": {"authToken": "mine"}})["error"]["code"] == -32600
+        p.wait(10)
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+    assert not os.path.exists(path), "token file left behind"
+    assert token not in open(log).read(), "the token reached the log"
 
 
 def test_auth_token_never_from_the_command_line():
