@@ -134,10 +134,14 @@ export function documentSelector(languages: string[]): { scheme: string; languag
   return out;
 }
 
-/** The socket `ghostline connect` uses when no address is given (mirrors daemon/cmd_connect.cpp). */
+/**
+ * The socket `ghostline connect` uses when no address is given, in the user's private directory:
+ * $XDG_RUNTIME_DIR, else /tmp/ghostline-UID/ (mirrors lsp/private_dir.cpp; connect makes and
+ * checks the directory).
+ */
 export function defaultSocketPath(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
-  const dir = env.XDG_RUNTIME_DIR;
-  return dir ? dir + "/ghostline.sock" : "/tmp/ghostline-" + uid + ".sock";
+  const dir = env.XDG_RUNTIME_DIR?.replace(/(.)\/+$/, "$1");
+  return (dir ? dir : "/tmp/ghostline-" + uid) + "/ghostline.sock";
 }
 
 /** The unix socket path the settings connect to, or undefined for a TCP address. */

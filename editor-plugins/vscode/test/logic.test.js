@@ -111,8 +111,11 @@ test("documentSelector: every language on file, untitled and remote documents", 
 
 test("socket and daemon log paths mirror ghostline connect's defaults", () => {
   assert.equal(L.defaultSocketPath({ XDG_RUNTIME_DIR: "/run/user/1000" }, 1000), "/run/user/1000/ghostline.sock");
-  assert.equal(L.defaultSocketPath({}, 1000), "/tmp/ghostline-1000.sock");
-  assert.equal(L.socketPathOf(settings(), {}, 7), "/tmp/ghostline-7.sock");
+  assert.equal(L.defaultSocketPath({ XDG_RUNTIME_DIR: "/run/user/1000/" }, 1000), "/run/user/1000/ghostline.sock");
+  assert.equal(L.defaultSocketPath({}, 1000), "/tmp/ghostline-1000/ghostline.sock");
+  assert.equal(L.defaultSocketPath({ XDG_RUNTIME_DIR: "" }, 1000), "/tmp/ghostline-1000/ghostline.sock");
+  assert.equal(L.socketPathOf(settings(), {}, 7), "/tmp/ghostline-7/ghostline.sock");
+  assert.equal(L.daemonLogPath(settings(), {}, 7), "/tmp/ghostline-7/ghostline.sock.log");
   assert.equal(L.socketPathOf(settings({ address: "unix:/a/b.sock" }), {}), "/a/b.sock");
   assert.equal(L.socketPathOf(settings({ address: "tcp:7000" }), {}), undefined);
   assert.equal(L.daemonLogPath(settings({ address: "unix:/a/b.sock" }), {}), "/a/b.sock.log");

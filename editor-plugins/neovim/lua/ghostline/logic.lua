@@ -38,7 +38,9 @@ function M.client_settings(opts)
   }
 end
 
--- The socket `ghostline connect` uses (mirrors daemon/cmd_connect.cpp), nil for TCP.
+-- The socket `ghostline connect` uses, nil for TCP. Its default is in the user's private
+-- directory: $XDG_RUNTIME_DIR, else /tmp/ghostline-UID/ (mirrors lsp/private_dir.cpp; connect
+-- makes and checks the directory).
 function M.socket_path(opts, env_runtime_dir, uid)
   local addr = opts.address
   if addr and addr ~= '' then
@@ -46,8 +48,11 @@ function M.socket_path(opts, env_runtime_dir, uid)
     if addr:find(':') then return nil end
     return addr
   end
-  if env_runtime_dir and env_runtime_dir ~= '' then return env_runtime_dir .. '/ghostline.sock' end
-  return '/tmp/ghostline-' .. tostring(uid) .. '.sock'
+  if env_runtime_dir and env_runtime_dir ~= '' then
+    local dir = env_runtime_dir:gsub('(.)/+$', '%1')
+    return dir .. '/ghostline.sock'
+  end
+  return '/tmp/ghostline-' .. tostring(uid) .. '/ghostline.sock'
 end
 
 -- Iterates code points of a UTF-8 string (invalid bytes count as one unit each).
