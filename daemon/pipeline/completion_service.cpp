@@ -388,9 +388,17 @@ class EngineCompleter : public SyntaxAwareCompleter {
 }  // namespace
 
 std::string default_model_path() {
-  std::filesystem::path dir = GHOSTLINE_DEFAULT_MODEL_DIR;
-  if (const char* env = std::getenv("GHOSTLINE_MODEL_DIR")) dir = env;
-  return (dir / "ghostline-code.gguf").string();
+  constexpr const char* kFile = "ghostline-code.gguf";
+  if (const char* env = std::getenv("GHOSTLINE_MODEL_DIR")) return (std::filesystem::path(env) / kFile).string();
+  // An installed binary (cmake --install) has its models under PREFIX/share; one run from the
+  // build tree has none there and takes the source tree's.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = (exe.parent_path() / GHOSTLINE_INSTALLED_MODEL_DIR / kFile).lexically_normal();
+    if (std::filesystem::exists(installed, ec)) return installed.string();
+  }
+  return (std::filesystem::path(GHOSTLINE_DEFAULT_MODEL_DIR) / kFile).string();
 }
 
 // --backend remote: the model file gives the tokenizer (a vocabulary-only file is enough); when

@@ -10,8 +10,8 @@
 
 namespace ghostline::daemon {
 
-// Where the default model is looked for: models/ beside the source tree the binary was built
-// from, or $GHOSTLINE_MODEL_DIR.
+// Where the default model is looked for: $GHOSTLINE_MODEL_DIR when set; else, for an installed
+// binary, PREFIX/share/ghostline/models; else models/ in the source tree it was built from.
 std::string default_model_path();
 
 // Loads the model and returns the completer. When no model file exists the completer says so
