@@ -50,7 +50,7 @@ def run(a, serve_args, label):
     lines.insert(line_no, indent)
     doc = "\n".join(lines)
     d = Daemon([a.binary, "serve", "--model", a.model, "-t", str(a.threads), "--max-tokens", str(a.max_tokens),
-                "--deadline-ms", str(a.deadline_ms)] + serve_args)
+                "--deadline-ms", str(a.deadline_ms)] + a.serve_arg + serve_args)
     d.request("initialize", {"capabilities": {"general": {"positionEncodings": ["utf-8"]}},
                              "initializationOptions": {"debounceMs": 0}})
     d.notify("initialized", {})
@@ -63,7 +63,7 @@ def run(a, serve_args, label):
     col, version, rows = len(indent.encode()), 1, []
     typed = a.typed
     steps = [typed[i:i + a.chars] for i in range(0, len(typed), a.chars)][: a.steps]
-    print("\n%s (%s)" % (label, " ".join(serve_args) or "defaults"))
+    print("\n%s (%s)" % (label, " ".join(a.serve_arg + serve_args) or "defaults"))
     print("| step | typed | prompt | other files' tokens | prefilled | prefill ms | decode ms/token | tokens | total ms |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for i, piece in enumerate([""] + steps):
@@ -124,6 +124,9 @@ def main():
                     help="stop each completion after the tokens of the rest of the typed line and one for its end")
     ap.add_argument("--deadline-ms", type=int, default=600000, help="raised so that completions run to the limit")
     ap.add_argument("--no-baseline", action="store_true", help="skip the run without the prefix cache")
+    ap.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
+                    help="one more argument for `ghostline serve` (repeatable), e.g. --serve-arg=--backend "
+                         "--serve-arg=cuda --serve-arg=--draft --serve-arg=D.gguf")
     ap.add_argument("--other", action="append", default=[],
                     help="another file opened first (repeatable): its definitions may be given as context")
     a = ap.parse_args()
