@@ -444,6 +444,47 @@ def collect(src, min_bytes, max_bytes):
     return files
 
 
+def take(src, files, seen, args):
+    """One source's files -> (its manifest entry, its records, duplicates dropped): files whose
+    normalized text is in `seen` are dropped (and the rest added to it), the rest capped at
+    --cap-mb (or the source's own cap) in an order fixed by the seed, and --heldout-fraction of
+    the kept files (at least 3) held out, whole."""
+    uniq = []
+    dupes = 0
+    for path, text in files:
+        h = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if h in seen:
+            dupes += 1
+            continue
+        seen.add(h)
+        uniq.append((path, text, h))
+    # Deterministic cap: shuffle by seed, keep files until the byte cap is reached.
+    rng = random.Random(f"{args.seed}:{src['name']}:cap")
+    rng.shuffle(uniq)
+    cap = int(min(args.cap_mb, src.get("cap_mb", args.cap_mb)) * 1e6)
+    kept, total = [], 0
+    for item in uniq:
+        size = len(item[1].encode("utf-8"))
+        if total + size > cap:
+            continue
+        kept.append(item)
+        total += size
+    kept.sort(key=lambda t: t[2])
+    rng = random.Random(f"{args.seed}:{src['name']}:split")
+    n_held = max(3, int(round(len(kept) * args.heldout_fraction)))
+    held = set(i for i in rng.sample(range(len(kept)), min(n_held, len(kept))))
+    st = dict(name=src["name"], set=src["set"], lang=src["lang"], license=src["license"], origin=src["origin"],
+              files_found=len(files), files_unique=len(uniq), files_kept=len(kept),
+              bytes_kept=total, files_heldout=len(held),
+              bytes_heldout=sum(len(kept[i][1].encode("utf-8")) for i in held))
+    if "cap_mb" in src:
+        st["cap_mb"] = src["cap_mb"]
+    records = [dict(source=src["name"], lang=src["lang"], path=path, sha256=h,
+                    split="heldout" if i in held else "train", text=text)
+               for i, (path, text, h) in enumerate(kept)]
+    return st, records, dupes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
@@ -464,50 +505,24 @@ def main():
     work = Path(args.workdir)
     (work / "data").mkdir(parents=True, exist_ok=True)
     added = args.sources == "all"
-    sources = debian_sources() + npm_sources(work / "npm", added)
+    # Each source records its set, so that a later run can take only the sources the shipped
+    # models never saw (pack.py corpus-pack --sets added). The order is the same either way.
+    sources = [dict(s, set="shipped") for s in debian_sources() + npm_sources(work / "npm", False)]
     if added:
-        sources += added_debian_sources()
+        names = {s["name"] for s in sources}
+        sources += [dict(s, set="added") for s in npm_sources(work / "npm", True) if s["name"] not in names]
+        sources += [dict(s, set="added") for s in added_debian_sources()]
 
     seen = set()
     records = []
     stats = []
     dupes = 0
     for src in sources:
-        files = collect(src, args.min_bytes, args.max_bytes)
-        uniq = []
-        for path, text in files:
-            h = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            if h in seen:
-                dupes += 1
-                continue
-            seen.add(h)
-            uniq.append((path, text, h))
-        # Deterministic cap: shuffle by seed, keep files until the byte cap is reached.
-        rng = random.Random(f"{args.seed}:{src['name']}:cap")
-        rng.shuffle(uniq)
-        cap = int(min(args.cap_mb, src.get("cap_mb", args.cap_mb)) * 1e6)
-        kept, total = [], 0
-        for item in uniq:
-            size = len(item[1].encode("utf-8"))
-            if total + size > cap:
-                continue
-            kept.append(item)
-            total += size
-        kept.sort(key=lambda t: t[2])
-        rng = random.Random(f"{args.seed}:{src['name']}:split")
-        n_held = max(3, int(round(len(kept) * args.heldout_fraction)))
-        held = set(i for i in rng.sample(range(len(kept)), min(n_held, len(kept))))
-        st = dict(name=src["name"], lang=src["lang"], license=src["license"], origin=src["origin"],
-                  files_found=len(files), files_unique=len(uniq), files_kept=len(kept),
-                  bytes_kept=total, files_heldout=len(held),
-                  bytes_heldout=sum(len(kept[i][1].encode("utf-8")) for i in held))
-        if "cap_mb" in src:
-            st["cap_mb"] = src["cap_mb"]
+        st, recs, d = take(src, collect(src, args.min_bytes, args.max_bytes), seen, args)
         stats.append(st)
+        records += recs
+        dupes += d
         print(json.dumps(st), file=sys.stderr)
-        for i, (path, text, h) in enumerate(kept):
-            records.append(dict(source=src["name"], lang=src["lang"], path=path, sha256=h,
-                                split="heldout" if i in held else "train", text=text))
 
     with open(work / "data" / "corpus.jsonl", "w", encoding="utf-8") as f:
         for r in records:
