@@ -101,7 +101,11 @@ def main():
     work = Path(args.workdir)
     run = work / "runs" / args.run
     out = Path(args.out)
-    manifest = json.loads((work / "data" / "manifest.json").read_text())
+    # A run trained elsewhere (pack.py run-unpack) brings the manifest of the corpus it saw.
+    manifest_path = run / "corpus-manifest.json"
+    if not manifest_path.exists():
+        manifest_path = work / "data" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
     cfg = json.loads((run / "config.json").read_text())
     ev = json.loads((run / "eval.json").read_text())
     metrics = [json.loads(l) for l in open(run / "metrics.jsonl")]
@@ -184,6 +188,22 @@ def main():
              f"{manifest['train_bytes']:,} bytes, held out {manifest['heldout_bytes']:,} bytes. "
              f"Languages are sampled with weights "
              + ", ".join(f"{l} {w:.3f}" for l, w in lang_weights(manifest)) + ".\n")
+    sel = manifest.get("selection")
+    if sel:
+        L.append(f"The corpus travelled as a shard (`pack.py corpus-pack`) of a larger one: sources of the "
+                 f"set(s) {', '.join(sel['sets'] or ['all'])}"
+                 + (f", without {', '.join(sel['skip_langs'])}" if sel["skip_langs"] else "")
+                 + f", {sel['train_fraction']:.1%} of their training text (each source the same share, files "
+                 f"in SHA-256 order), all their held-out files.\n")
+    site = manifest.get("site_packages")
+    if site:
+        L.append(f"The `pip-*` sources (set `site`) were read on the training machine from the Python "
+                 f"{site['python']} packages installed there: {site['sources']} distributions whose metadata "
+                 f"names a permissive license (the license column says which field it came from: "
+                 f"License-Expression, License or the Trove classifiers), {site['train_bytes']:,} bytes of "
+                 f"training text; {site['skipped']} were skipped (another license, no license in the "
+                 f"metadata, a module the corpus has from Debian, a standard-library backport; "
+                 f"`site_corpus.py` lists why for each).\n")
     L.append("## Training\n")
     if cfg.get("init_gguf"):
         L.append(f"- Initial weights: the previous default pair ({', '.join(Path(p).name for p in cfg['init_gguf'])}, "

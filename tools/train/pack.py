@@ -1,9 +1,14 @@
 #!/usr/bin/python3
 """Moves a training run to a machine without network (a GPU box) and its weights back.
 
-  pack.py corpus-pack   [--workdir W] --out corpus-shard.tar.xz
+  pack.py corpus-pack   [--workdir W] --out corpus-shard.tar.xz [--sets added] [--skip-langs python]
+                        [--max-train-mb N] [--preset 0-9]
       data/corpus.jsonl, data/manifest.json and tokenizer.json of W, xz-compressed (the 83 MB
       corpus packs to a few tens of MiB). A SHA-256 of every member is stored in the shard.
+      With a selection, only the sources of the given sets (manifest "set": shipped, added) and
+      languages travel, and at most N MB of training text (every source keeps the same share of
+      its files, chosen by their SHA-256; held-out files all travel); the shard's manifest
+      describes what it holds and the selection.
   pack.py corpus-unpack [--workdir W] SHARD
       restores those files under W and verifies them; then `tools/train/run` skips the corpus and
       tokenizer steps, so the GPU machine needs neither Debian's sources nor npm.
@@ -12,12 +17,24 @@
       FILE.parts.json (sizes and SHA-256 of the parts and of the whole).
   pack.py join FILE.parts.json [--out FILE]
       puts the parts back together and checks every hash.
+  pack.py models-split DIR --out OUT [--max-mib 15]
+      the exported pair (DIR/ghostline-code.gguf, ghostline-code-draft.gguf) as one tar cut into
+      OUT/models.tar.part000, ... with OUT/models.tar.parts.json, which also records each model
+      file's size and SHA-256.
+  pack.py models-join OUT/models.tar.parts.json --out DIR
+      joins and checks the parts, then writes the two model files into DIR and checks them.
+  pack.py run-pack RUNDIR [--workdir W] --out FILE.tar.xz
+      a run's record: train.log, metrics.jsonl, config.json, DONE and the corpus manifest it was
+      trained on (W/data/manifest.json, as corpus-manifest.json); card.py reads them.
+  pack.py run-unpack FILE.tar.xz [--workdir W] --run NAME
+      restores that record as W/runs/NAME/.
 """
 import argparse
 import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import tarfile
 from pathlib import Path
@@ -35,12 +52,92 @@ def sha256_file(path, chunk=1 << 20):
             h.update(b)
 
 
-def corpus_pack(work: Path, out: Path, preset=6):
+def select_corpus(work: Path, dst: Path, sets=None, skip_langs=(), max_train_mb=None):
+    """Writes the selected part of W's corpus to dst/data/ (corpus.jsonl, manifest.json).
+
+    Sources of `sets` (all when None) whose language is not in skip_langs; when their training
+    text exceeds max_train_mb, every source keeps the same fraction of it: its training files in
+    SHA-256 order, each taken while the source's share is not exceeded. Held-out files all stay.
+    """
+    manifest = json.loads((work / "data" / "manifest.json").read_text())
+    chosen = [st for st in manifest["sources"]
+              if (sets is None or st.get("set", "shipped") in sets) and st["lang"] not in skip_langs]
+    names = {st["name"] for st in chosen}
+    train_total = sum(st["bytes_kept"] - st["bytes_heldout"] for st in chosen)
+    frac = 1.0
+    if max_train_mb is not None and train_total > max_train_mb * 1e6:
+        frac = max_train_mb * 1e6 / train_total
+    # First pass: each chosen source's training files (sha, bytes), to decide which stay.
+    files = {n: [] for n in names}
+    with open(work / "data" / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            if d["source"] in names and d["split"] == "train":
+                files[d["source"]].append((d["sha256"], len(d["text"].encode("utf-8"))))
+    keep = set()
+    for n, lst in files.items():
+        budget, used = frac * sum(b for _, b in lst), 0
+        for sha, b in sorted(lst):
+            if used + b <= budget:
+                keep.add((n, sha))
+                used += b
+    stats = {st["name"]: dict(st, files_kept=0, bytes_kept=0, files_heldout=0, bytes_heldout=0) for st in chosen}
+    (dst / "data").mkdir(parents=True, exist_ok=True)
+    train_bytes = held_bytes = 0
+    with open(work / "data" / "corpus.jsonl", encoding="utf-8") as f, \
+            open(dst / "data" / "corpus.jsonl", "w", encoding="utf-8") as g:
+        for line in f:
+            d = json.loads(line)
+            if d["source"] not in names:
+                continue
+            if d["split"] == "train" and (d["source"], d["sha256"]) not in keep:
+                continue
+            st, b = stats[d["source"]], len(d["text"].encode("utf-8"))
+            st["files_kept"] += 1
+            st["bytes_kept"] += b
+            if d["split"] == "heldout":
+                st["files_heldout"] += 1
+                st["bytes_heldout"] += b
+                held_bytes += b
+            else:
+                train_bytes += b
+            g.write(line)
+    # Every held-out file of the whole corpus: a machine that adds sources of its own drops exact
+    # copies of them (site_corpus.py), so that no held-out file is trained on.
+    held_all = []
+    with open(work / "data" / "corpus.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if '"split": "heldout"' in line:
+                d = json.loads(line)
+                if d["split"] == "heldout":
+                    held_all.append(d["sha256"])
+    sub = dict(manifest, sources=[stats[st["name"]] for st in chosen], train_bytes=train_bytes,
+               exclude_sha256=sorted(held_all),
+               heldout_bytes=held_bytes,
+               selection=dict(sets=sorted(sets) if sets else None, skip_langs=sorted(skip_langs),
+                              max_train_mb=max_train_mb, train_fraction=round(frac, 6),
+                              from_train_bytes=manifest["train_bytes"]))
+    (dst / "data" / "manifest.json").write_text(json.dumps(sub, indent=1))
+    return sub
+
+
+def corpus_pack(work: Path, out: Path, preset=6, sets=None, skip_langs=(), max_train_mb=None):
     sums = {}
     tmp = out.with_name(out.name + ".tmp")
+    src_dir = work
+    staging = None
+    if sets is not None or skip_langs or max_train_mb is not None:
+        import tempfile
+        staging = tempfile.TemporaryDirectory(dir=out.parent)
+        src_dir = Path(staging.name)
+        sub = select_corpus(work, src_dir, sets, skip_langs, max_train_mb)
+        shutil.copyfile(work / "tokenizer.json", src_dir / "tokenizer.json")
+        print(f"corpus-pack: {len(sub['sources'])} sources, training {sub['train_bytes']:,} bytes "
+              f"({sub['selection']['train_fraction']:.1%} of theirs), held out {sub['heldout_bytes']:,}",
+              file=sys.stderr)
     with tarfile.open(tmp, "w:xz", preset=preset) as tar:
         for rel in CORPUS_FILES:
-            p = work / rel
+            p = src_dir / rel
             if not p.exists():
                 raise SystemExit(f"corpus-pack: {p} missing (run corpus.py and tokenizer.py first)")
             sums[rel] = sha256_file(p)
@@ -50,6 +147,8 @@ def corpus_pack(work: Path, out: Path, preset=6):
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     os.replace(tmp, out)
+    if staging is not None:
+        staging.cleanup()
     return sums
 
 
@@ -109,6 +208,68 @@ def join(index_path: Path, out: Path = None):
     return out
 
 
+MODEL_FILES = ["ghostline-code.gguf", "ghostline-code-draft.gguf"]
+RUN_FILES = ["train.log", "metrics.jsonl", "config.json", "DONE"]
+
+
+def models_split(models_dir: Path, out: Path, max_mib=15.0):
+    out.mkdir(parents=True, exist_ok=True)
+    members = {}
+    tar_path = out / "models.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        for name in MODEL_FILES:
+            p = models_dir / name
+            members[name] = dict(bytes=p.stat().st_size, sha256=sha256_file(p))
+            tar.add(p, arcname=name)
+    idx_path = split(tar_path, max_mib)
+    index = json.loads(idx_path.read_text())
+    index["members"] = members
+    idx_path.write_text(json.dumps(index, indent=1))
+    tar_path.unlink()
+    return idx_path
+
+
+def models_join(index_path: Path, out_dir: Path):
+    index = json.loads(index_path.read_text())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tar_path = join(index_path, out_dir / index["file"])
+    try:
+        with tarfile.open(tar_path, "r") as tar:
+            for name, want in index["members"].items():
+                if name not in MODEL_FILES:
+                    raise SystemExit(f"models-join: unexpected member {name!r}")
+                dst = out_dir / name
+                with tar.extractfile(name) as src, open(dst, "wb") as f:
+                    shutil.copyfileobj(src, f, 1 << 20)
+                if dst.stat().st_size != want["bytes"] or sha256_file(dst) != want["sha256"]:
+                    raise SystemExit(f"models-join: {name}: size or checksum mismatch")
+    finally:
+        tar_path.unlink(missing_ok=True)
+    return [out_dir / n for n in index["members"]]
+
+
+def run_pack(run_dir: Path, work: Path, out: Path):
+    with tarfile.open(out, "w:xz") as tar:
+        for name in RUN_FILES:
+            if (run_dir / name).exists():
+                tar.add(run_dir / name, arcname=name)
+        if (work / "data" / "manifest.json").exists():
+            tar.add(work / "data" / "manifest.json", arcname="corpus-manifest.json")
+    return out
+
+
+def run_unpack(archive: Path, work: Path, run: str):
+    dst = work / "runs" / run
+    dst.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "r:xz") as tar:
+        for m in tar.getmembers():
+            if m.name not in RUN_FILES + ["corpus-manifest.json"] or not m.isfile():
+                raise SystemExit(f"run-unpack: unexpected member {m.name!r}")
+            with tar.extractfile(m) as src, open(dst / m.name, "wb") as f:
+                shutil.copyfileobj(src, f)
+    return dst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -116,6 +277,10 @@ def main():
     p = sub.add_parser("corpus-pack")
     p.add_argument("--workdir", default=default_work)
     p.add_argument("--out", required=True)
+    p.add_argument("--sets", default=None, help="comma-separated source sets to take (shipped, added)")
+    p.add_argument("--skip-langs", default="", help="comma-separated languages to leave out")
+    p.add_argument("--max-train-mb", type=float, default=None, help="cap on the training text, in MB")
+    p.add_argument("--preset", type=int, default=6, help="xz preset (0-9)")
     p = sub.add_parser("corpus-unpack")
     p.add_argument("--workdir", default=default_work)
     p.add_argument("shard")
@@ -125,10 +290,26 @@ def main():
     p = sub.add_parser("join")
     p.add_argument("index")
     p.add_argument("--out", default=None)
+    p = sub.add_parser("models-split")
+    p.add_argument("dir")
+    p.add_argument("--out", required=True)
+    p.add_argument("--max-mib", type=float, default=15.0)
+    p = sub.add_parser("models-join")
+    p.add_argument("index")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("run-pack")
+    p.add_argument("rundir")
+    p.add_argument("--workdir", default=default_work)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("run-unpack")
+    p.add_argument("archive")
+    p.add_argument("--workdir", default=default_work)
+    p.add_argument("--run", required=True)
     a = ap.parse_args()
     if a.cmd == "corpus-pack":
         out = Path(a.out)
-        corpus_pack(Path(a.workdir), out)
+        corpus_pack(Path(a.workdir), out, a.preset, set(a.sets.split(",")) if a.sets else None,
+                    tuple(x for x in a.skip_langs.split(",") if x), a.max_train_mb)
         print(f"{out}: {out.stat().st_size} bytes", file=sys.stderr)
     elif a.cmd == "corpus-unpack":
         sums = corpus_unpack(Path(a.shard), Path(a.workdir))
@@ -137,9 +318,23 @@ def main():
         idx = split(Path(a.file), a.max_mib)
         n = len(json.loads(idx.read_text())["parts"])
         print(f"{a.file}: {n} part(s) of at most {a.max_mib} MiB, index {idx}", file=sys.stderr)
-    else:
+    elif a.cmd == "join":
         out = join(Path(a.index), Path(a.out) if a.out else None)
         print(f"joined and verified {out}", file=sys.stderr)
+    elif a.cmd == "models-split":
+        idx = models_split(Path(a.dir), Path(a.out), a.max_mib)
+        index = json.loads(idx.read_text())
+        print(f"{a.dir}: {', '.join(index['members'])} in {len(index['parts'])} part(s) of at most "
+              f"{a.max_mib:g} MiB, index {idx}", file=sys.stderr)
+    elif a.cmd == "models-join":
+        files = models_join(Path(a.index), Path(a.out))
+        print(f"joined and verified {', '.join(str(f) for f in files)}", file=sys.stderr)
+    elif a.cmd == "run-pack":
+        out = run_pack(Path(a.rundir), Path(a.workdir), Path(a.out))
+        print(f"{out}: {out.stat().st_size} bytes", file=sys.stderr)
+    else:
+        dst = run_unpack(Path(a.archive), Path(a.workdir), a.run)
+        print(f"run record restored in {dst}", file=sys.stderr)
 
 
 if __name__ == "__main__":
