@@ -22,12 +22,17 @@ MAX_MIDDLE_TOKENS = 96
 
 
 def load_docs(corpus_path, split):
-    docs = []
+    return load_splits(corpus_path, (split,))[split]
+
+
+def load_splits(corpus_path, splits=("train", "heldout")):
+    """{split: [documents]} in one pass over the corpus (it can be hundreds of MB)."""
+    docs = {s: [] for s in splits}
     with open(corpus_path, encoding="utf-8") as f:
         for line in f:
             d = json.loads(line)
-            if d["split"] == split:
-                docs.append(d)
+            if d["split"] in docs:
+                docs[d["split"]].append(d)
     return docs
 
 

@@ -277,5 +277,200 @@ class RecipeRunTest(unittest.TestCase):
                 self.assertEqual((other / rel).read_bytes(), (work / rel).read_bytes(), rel)
 
 
+class OfflineMachineTest(unittest.TestCase):
+    """What a machine without network (a GPU machine) gets and gives back: a shard of part of the
+    corpus, the installed Python packages added to it, a wall-clock budget, the pair in parts."""
+
+    def corpus(self, d):
+        """A work directory with sources of both sets and two languages, manifest included."""
+        work = Path(d)
+        (work / "data").mkdir(parents=True)
+        small_tokenizer().save(work / "tokenizer.json")
+        sources, n = [], 0
+        with open(work / "data" / "corpus.jsonl", "w") as f:
+            for name, set_, lang in (("py-old", "shipped", "python"), ("go-new", "added", "go"),
+                                     ("py-new", "added", "python"), ("cpp-new", "added", "cpp")):
+                st = dict(name=name, set=set_, lang=lang, license="MIT", origin="test", files_found=10,
+                          files_unique=10, files_kept=10, bytes_kept=0, files_heldout=2, bytes_heldout=0)
+                for i in range(10):
+                    text = f"// {name} {i}\n" + "x = 1\n" * (10 + i)
+                    n += 1
+                    split = "heldout" if i < 2 else "train"
+                    f.write(json.dumps(dict(source=name, lang=lang, path=f"{name}/{i}", sha256=f"{n:064x}",
+                                            split=split, text=text)) + "\n")
+                    st["bytes_kept"] += len(text)
+                    st["bytes_heldout"] += len(text) if split == "heldout" else 0
+                sources.append(st)
+        manifest = dict(sources_set="all", seed=1234, heldout_fraction=0.03, cap_mb=20.0, duplicates_dropped=0,
+                        sources=sources, train_bytes=sum(s["bytes_kept"] - s["bytes_heldout"] for s in sources),
+                        heldout_bytes=sum(s["bytes_heldout"] for s in sources))
+        (work / "data" / "manifest.json").write_text(json.dumps(manifest))
+        return work
+
+    def test_shard_of_the_added_sources(self):
+        sys.path.insert(0, str(HERE))
+        import pack
+        with tempfile.TemporaryDirectory() as d:
+            work = self.corpus(Path(d) / "w")
+            full = json.loads((work / "data" / "manifest.json").read_text())
+            added_train = sum(s["bytes_kept"] - s["bytes_heldout"] for s in full["sources"]
+                              if s["set"] == "added" and s["lang"] != "python")
+            shard = Path(d) / "shard.tar.xz"
+            pack.corpus_pack(work, shard, preset=1, sets={"added"}, skip_langs=("python",),
+                             max_train_mb=added_train / 2 / 1e6)
+            other = Path(d) / "w2"
+            pack.corpus_unpack(shard, other)
+            docs = [json.loads(l) for l in (other / "data" / "corpus.jsonl").read_text().splitlines()]
+            m = json.loads((other / "data" / "manifest.json").read_text())
+            self.assertEqual({x["source"] for x in docs}, {"go-new", "cpp-new"})
+            self.assertEqual([s["name"] for s in m["sources"]], ["go-new", "cpp-new"])
+            # every held-out file stays; about half the training text, each source its share
+            self.assertEqual(sum(x["split"] == "heldout" for x in docs), 4)
+            train = sum(len(x["text"]) for x in docs if x["split"] == "train")
+            self.assertLessEqual(train, added_train / 2)
+            self.assertGreater(train, added_train / 4)
+            self.assertEqual(m["train_bytes"], train)
+            for st in m["sources"]:
+                mine = [x for x in docs if x["source"] == st["name"]]
+                self.assertEqual(st["files_kept"], len(mine))
+                self.assertEqual(st["bytes_kept"], sum(len(x["text"]) for x in mine))
+            self.assertEqual(m["selection"]["skip_langs"], ["python"])
+            # the held-out files of the whole corpus, for a machine that adds sources of its own
+            held = [json.loads(l)["sha256"] for l in (work / "data" / "corpus.jsonl").read_text().splitlines()
+                    if json.loads(l)["split"] == "heldout"]
+            self.assertEqual(m["exclude_sha256"], sorted(held))
+
+    def test_licenses_from_package_metadata(self):
+        import email.message
+        import site_corpus
+
+        def meta(**fields):
+            msg = email.message.Message()
+            for k, v in fields.items():
+                for item in (v if isinstance(v, list) else [v]):
+                    msg[k.replace("_", "-")] = item
+            return msg
+
+        ok = [meta(License_Expression="BSD-3-Clause"),
+              meta(License_Expression="MIT OR Apache-2.0"),
+              meta(License="MIT License"),
+              meta(License="Apache License, Version 2.0"),
+              meta(License="new BSD"),
+              meta(Classifier=["License :: OSI Approved :: BSD License", "Programming Language :: Python"]),
+              meta(Classifier="License :: OSI Approved :: Historical Permission Notice and Disclaimer (HPND)"),
+              meta(License="Copyright (c) the authors\nPermission is hereby granted...",
+                   Classifier="License :: OSI Approved :: MIT License")]
+        for m in ok:
+            lic, why = site_corpus.dist_license(m)
+            self.assertIsNotNone(lic, (dict(m), why))
+        no = [meta(License_Expression="GPL-3.0-or-later"),
+              meta(License_Expression="MPL-2.0"),
+              meta(License="GPLv3"),
+              meta(Classifier="License :: OSI Approved :: Mozilla Public License 2.0 (MPL 2.0)"),
+              meta(License="MIT", Classifier="License :: OSI Approved :: GNU Lesser General Public License v3 (LGPLv3)"),
+              meta(License="Copyright (c) the authors\nRedistribution and use..."),
+              meta(Classifier="License :: OSI Approved"),
+              meta()]
+        for m in no:
+            lic, why = site_corpus.dist_license(m)
+            self.assertIsNone(lic, dict(m))
+            self.assertTrue(why)
+        self.assertEqual(site_corpus.top_level(["numpy/__init__.py", "numpy-2.0.dist-info/RECORD", "six.py",
+                                                "../../bin/tool", "numpy/linalg/x.py"]), {"numpy", "six"})
+
+    def test_installed_packages_join_the_corpus_once(self):
+        with tempfile.TemporaryDirectory() as d:
+            work = self.corpus(Path(d) / "w")
+            before = (work / "data" / "corpus.jsonl").read_bytes()
+            r = subprocess.run([sys.executable, str(HERE / "site_corpus.py"), "--workdir", str(work), "--jobs", "2"],
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            after = (work / "data" / "corpus.jsonl").read_bytes()
+            self.assertTrue(after.startswith(before))
+            m = json.loads((work / "data" / "manifest.json").read_text())
+            self.assertIn("site_packages", m)
+            docs = [json.loads(l) for l in after.decode().splitlines()]
+            self.assertEqual(len({x["sha256"] for x in docs}), len(docs))
+            self.assertEqual(m["train_bytes"], sum(len(x["text"].encode()) for x in docs if x["split"] == "train"))
+            for st in m["sources"]:
+                if st["set"] == "site":
+                    self.assertTrue(st["name"].startswith("pip-") and st["lang"] == "python")
+                    self.assertNotIn(st["name"], ("pip-numpy", "pip-torch", "pip-pip"))
+            r = subprocess.run([sys.executable, str(HERE / "site_corpus.py"), "--workdir", str(work)],
+                               capture_output=True, text=True, timeout=600)
+            self.assertIn("already", r.stderr)
+            self.assertEqual((work / "data" / "corpus.jsonl").read_bytes(), after)
+
+    def test_a_wall_clock_budget_ends_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            work = tiny_workdir(Path(d) / "w")
+            env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+            r = subprocess.run([sys.executable, str(HERE / "train.py"), "--workdir", str(work), "--run", "t",
+                                "--ctx", "32", "--batch", "2", "--threads", "1", "--device", "cpu", "--bf16", "off",
+                                "--target", "32,2,2,1,64", "--draft", "32,1,1,1,32", "--total-tokens", "1e9",
+                                "--stop-in", "4", "--grace-min", "0"],
+                               capture_output=True, text=True, env=env, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("deadline passed", r.stdout)
+            self.assertTrue((work / "runs" / "t" / "DONE").exists() and (work / "runs" / "t" / "ckpt.pt").exists())
+
+    def test_run_prepares_from_a_shard(self):
+        sys.path.insert(0, str(HERE))
+        import pack
+        with tempfile.TemporaryDirectory() as d:
+            work = self.corpus(Path(d) / "w")
+            shard = Path(d) / "shard.tar.xz"
+            pack.corpus_pack(work, shard, preset=1, sets={"added"})
+            there = Path(d) / "there"
+            env = dict(os.environ, GHOSTLINE_TRAIN_DIR=str(there), GHOSTLINE_TRAIN_NICE="0")
+            r = subprocess.run([str(HERE / "run"), "--python", sys.executable, "--shard", str(shard),
+                                "--site-packages", "--prepare-only"], capture_output=True, text=True, env=env,
+                               timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("unpacked and verified", r.stderr)
+            self.assertEqual((there / "tokenizer.json").read_bytes(), (work / "tokenizer.json").read_bytes())
+            m = json.loads((there / "data" / "manifest.json").read_text())
+            self.assertIn("site_packages", m)
+            self.assertFalse((there / "runs").exists())
+
+    def test_the_pair_travels_in_parts(self):
+        sys.path.insert(0, str(HERE))
+        import pack
+        with tempfile.TemporaryDirectory() as d:
+            src, out = Path(d) / "export", Path(d) / "out"
+            src.mkdir()
+            rng = np.random.default_rng(1)
+            for name in pack.MODEL_FILES:
+                (src / name).write_bytes(rng.bytes(40_000))
+            idx = pack.models_split(src, out, max_mib=16 / 1024)  # 16 KiB parts
+            index = json.loads(idx.read_text())
+            self.assertEqual(set(index["members"]), set(pack.MODEL_FILES))
+            parts = sorted(out.glob("models.tar.part[0-9]*"))
+            self.assertEqual(len(parts), len(index["parts"]))
+            self.assertTrue(all(p.stat().st_size <= 16 * 1024 for p in parts))
+            self.assertFalse((out / "models.tar").exists())
+            back = Path(d) / "back"
+            pack.models_join(idx, back)
+            for name in pack.MODEL_FILES:
+                self.assertEqual((back / name).read_bytes(), (src / name).read_bytes())
+            self.assertFalse((back / "models.tar").exists())
+            # a damaged part is refused
+            b = bytearray(parts[1].read_bytes())
+            b[100] ^= 1
+            parts[1].write_bytes(bytes(b))
+            with self.assertRaises(SystemExit):
+                pack.models_join(idx, Path(d) / "back2")
+            # the run's record, with the corpus manifest, for card.py
+            work = tiny_workdir(Path(d) / "w")
+            run = work / "runs" / "r"
+            run.mkdir(parents=True)
+            for name in pack.RUN_FILES:
+                (run / name).write_text(name)
+            rec = pack.run_pack(run, work, Path(d) / "rec.tar.xz")
+            dst = pack.run_unpack(rec, Path(d) / "here", "r")
+            self.assertEqual((dst / "train.log").read_text(), "train.log")
+            self.assertTrue((dst / "corpus-manifest.json").exists())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data import RowBuilder, load_docs  # noqa: E402
+from data import RowBuilder, load_splits  # noqa: E402
 from model import Config, Transformer  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
 
@@ -180,6 +180,9 @@ def main():
     ap.add_argument("--stop-by", default=None,
                     help="HH:MM wall-clock deadline: if the budget cannot finish by then, shrink it "
                          "(the decay still runs) and log the change")
+    ap.add_argument("--stop-in", type=float, default=None, metavar="SECONDS",
+                    help="deadline this many seconds after the start, as --stop-by (for a machine lent "
+                         "for a fixed time)")
     ap.add_argument("--grace-min", type=float, default=4.0,
                     help="minutes past --stop-by after which the run stops wherever it is")
     ap.add_argument("--resume", action="store_true", help="continue <run>/ckpt.pt")
@@ -194,6 +197,7 @@ def main():
                     help="continue training from the weights of shipped GGUF files (dequantized; the "
                          "architecture comes from their metadata, the optimizer starts fresh and re-warms)")
     args = ap.parse_args()
+    t_process = time.time()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -207,8 +211,8 @@ def main():
     run = work / "runs" / args.run
     run.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer.load(work / "tokenizer.json")
-    docs = load_docs(work / "data" / "corpus.jsonl", "train")
-    held = load_docs(work / "data" / "corpus.jsonl", "heldout")
+    splits = load_splits(work / "data" / "corpus.jsonl")
+    docs, held = splits["train"], splits["heldout"]
     rows = RowBuilder(tok, docs, args.ctx, fim_rate=args.fim_rate, span_rate=args.span_rate)
     val_rows = RowBuilder(tok, held, args.ctx)
     val_batch = val_rows.batch(args.seed + 1, 0, 8)
@@ -269,7 +273,9 @@ def main():
              f"{torch.get_num_threads()} threads, torch {torch.__version__}")
 
     deadline = None
-    if args.stop_by:
+    if args.stop_in is not None:
+        deadline = t_process + args.stop_in
+    elif args.stop_by:
         hh, mm = map(int, args.stop_by.split(":"))
         now = datetime.now()
         deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
@@ -284,6 +290,7 @@ def main():
     workers = args.workers if args.workers is not None else (
         max(1, (os.cpu_count() or 2) - 2) if device == "cuda" else 0)
     stream = BatchStream(rows, args.seed, args.batch, workers)
+    steps_here = 0
     while True:
         total = frozen_total or total_steps
         if deadline is not None and frozen_total is None and len(rates) >= 5:
@@ -343,11 +350,15 @@ def main():
 
         loss_t_v, ce_d_v = loss_t.item(), ce_d.item()  # (waits for the GPU, so dt is honest)
         dt = time.time() - t0
-        rates.append(dt)
+        # The first steps of a process compile the models (torch.compile) and start CUDA: they
+        # say nothing of the speed that the deadline is planned with.
+        if steps_here >= 2:
+            rates.append(dt)
+        steps_here += 1
         train_secs += dt
         step += 1
         tokens_seen += tokens_per_step
-        recent = float(np.median(rates[-30:]))
+        recent = float(np.median(rates[-30:])) if rates else dt
         eta = (total - step) * recent
         rec = dict(step=step, tokens=tokens_seen, loss_target=loss_t_v, loss_draft_ce=ce_d_v,
                    lr=lr_t, step_s=dt, tok_s=tokens_per_step / dt, train_secs=train_secs, total_steps=total)
