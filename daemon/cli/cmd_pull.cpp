@@ -76,8 +76,10 @@ bool same_origin(const Url& a, const Url& b) {
 // Where a Location header points, from the request that answered it: absolute, scheme-relative,
 // absolute path, or relative to the current path.
 Location follow(const Location& from, const std::string& location) {
-  if (location.starts_with("http://") || location.starts_with("https://")) return split_url(location);
-  if (location.starts_with("//")) return split_url((from.origin.tls ? "https:" : "http:") + location);
+  if (location.starts_with("http://") || location.starts_with("https://"))
+    return split_url(location);
+  if (location.starts_with("//"))
+    return split_url((from.origin.tls ? "https:" : "http:") + location);
   Location next{from.origin, location};
   if (!location.starts_with('/')) {
     std::string dir = from.target.substr(0, from.target.find('?'));
@@ -160,14 +162,18 @@ std::string hms(double seconds) {
 class Progress {
  public:
   Progress(uint64_t total, uint64_t resumed_at, bool terminal)
-      : total_(total), start_bytes_(resumed_at), terminal_(terminal), start_(Clock::now()),
+      : total_(total),
+        start_bytes_(resumed_at),
+        terminal_(terminal),
+        start_(Clock::now()),
         last_print_(start_) {}
 
   void update(uint64_t done) {
     const auto now = Clock::now();
     const int tenth = total_ ? static_cast<int>(done * 10 / total_) : 0;
-    const bool due = terminal_ ? now - last_print_ >= std::chrono::milliseconds(100)
-                               : tenth > last_tenth_ || now - last_print_ >= std::chrono::seconds(10);
+    const bool due = terminal_
+                         ? now - last_print_ >= std::chrono::milliseconds(100)
+                         : tenth > last_tenth_ || now - last_print_ >= std::chrono::seconds(10);
     if (!due && done != total_) return;
     print(done, now);
     last_tenth_ = tenth;
@@ -186,8 +192,7 @@ class Progress {
     const double seconds = std::chrono::duration<double>(now - start_).count();
     const double rate = seconds > 0 ? (done - start_bytes_) / seconds : 0;
     const int percent = total_ ? static_cast<int>(done * 100 / total_) : 100;
-    const std::string left =
-        rate > 0 && done < total_ ? hms((total_ - done) / rate) + " left" : "";
+    const std::string left = rate > 0 && done < total_ ? hms((total_ - done) / rate) + " left" : "";
     const std::string figures = format_bytes(done) + " / " + format_bytes(total_) + "  " +
                                 format_bytes(static_cast<uint64_t>(rate)) + "/s  " + left;
     if (terminal_) {
@@ -235,8 +240,12 @@ class Pull {
     const std::filesystem::path final_path = dir / file_.local_name;
     const std::string part = file_.local_name + std::string(kPartSuffix);
 
-    std::fprintf(stderr, "%s: %s:%s at %s from %s\n", file_.name.c_str(), file_.repo.c_str(),
-                 file_.file.c_str(), file_.revision.c_str(), endpoint_.origin().c_str());
+    const std::string source = file_.repo + ":" + file_.file + "@" + file_.revision;
+    if (source.starts_with(file_.name))
+      std::fprintf(stderr, "pulling %s from %s\n", source.c_str(), endpoint_.origin().c_str());
+    else
+      std::fprintf(stderr, "pulling %s (%s) from %s\n", file_.name.c_str(), source.c_str(),
+                   endpoint_.origin().c_str());
     Expected expected = metadata();
 
     struct stat st;
@@ -277,7 +286,8 @@ class Pull {
   // redirect names (the CDN needs none: its URL is signed).
   HttpClient::Headers headers_for(const Url& to, const HttpClient::Headers& extra) const {
     HttpClient::Headers h = extra;
-    if (!token_.empty() && same_origin(to, endpoint_)) h.emplace_back("Authorization", "Bearer " + token_);
+    if (!token_.empty() && same_origin(to, endpoint_))
+      h.emplace_back("Authorization", "Bearer " + token_);
     return h;
   }
 
@@ -310,7 +320,8 @@ class Pull {
         throw;
       }
       if (redirect.empty()) return seen;
-      if (hop + 1 >= kMaxRedirects) throw PullError("more than " + std::to_string(kMaxRedirects) + " redirects");
+      if (hop + 1 >= kMaxRedirects)
+        throw PullError("more than " + std::to_string(kMaxRedirects) + " redirects");
       Location next = follow(loc, redirect);
       if (loc.origin.tls && !next.origin.tls)
         throw PullError(loc.origin.origin() + " redirected to plain http (" + next.origin.origin() +
@@ -327,19 +338,23 @@ class Pull {
   [[noreturn]] void status_error(const ResponseHead& h, const std::string& what) const {
     const std::string hub = endpoint_.origin();
     if (h.status == 401 || h.status == 403)
-      throw PullError(hub + " answered " + std::to_string(h.status) + " for " + what + hub_message(h) +
+      throw PullError(hub + " answered " + std::to_string(h.status) + " for " + what +
+                      hub_message(h) +
                       ": a private or gated repository; accept its terms on the hub and set "
                       "HF_TOKEN to an access token" +
                       (token_.empty() ? "" : " (HF_TOKEN is set: it was refused)"));
     if (h.status == 404)
       throw PullError(what + " was not found at " + hub + " (404)" + hub_message(h) +
-                      ": check the name" + (token_.empty() ? ", or set HF_TOKEN if it is private" : ""));
-    throw PullError(hub + " answered " + std::to_string(h.status) + " for " + what + hub_message(h));
+                      ": check the name" +
+                      (token_.empty() ? ", or set HF_TOKEN if it is private" : ""));
+    throw PullError(hub + " answered " + std::to_string(h.status) + " for " + what +
+                    hub_message(h));
   }
 
   // GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true: the file's size and SHA-256.
   Expected metadata() {
-    Location api{endpoint_, "/api/models/" + file_.repo + "/revision/" + file_.revision + "?blobs=true"};
+    Location api{endpoint_,
+                 "/api/models/" + file_.repo + "/revision/" + file_.revision + "?blobs=true"};
     std::string body;
     const ResponseHead head = fetch(
         api, {{"Accept", "application/json"}}, [](const ResponseHead&) { return true; },
@@ -370,8 +385,9 @@ class Pull {
         throw PullError("the hub's SHA-256 for " + file_.file + " is malformed");
       return e;
     }
-    throw PullError(what + " has no file " + file_.file +
-                    (ggufs.empty() ? std::string(" (and no .gguf files)") : "; its GGUF files:" + ggufs));
+    throw PullError(
+        what + " has no file " + file_.file +
+        (ggufs.empty() ? std::string(" (and no .gguf files)") : "; its GGUF files:" + ggufs));
   }
 
   // The SHA-256 of a file in the folder (opened without following links).
@@ -390,7 +406,8 @@ class Pull {
     while (done < bytes) {
       const ssize_t n = ::pread(fd, buf.data(), std::min<uint64_t>(buf.size(), bytes - done), done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw PullError(std::string("cannot read the partial download: ") + std::strerror(errno));
+      if (n < 0)
+        throw PullError(std::string("cannot read the partial download: ") + std::strerror(errno));
       if (n == 0) break;
       sha.update(std::string_view(buf.data(), n));
       done += n;
@@ -413,9 +430,12 @@ class Pull {
 
   void download(const std::string& part, Expected& expected) {
     const std::string part_path = (model_dir() / part).string();
-    UniqueFd fd(::openat(dir_fd_->get(), part.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+    UniqueFd fd(
+        ::openat(dir_fd_->get(), part.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (fd.get() < 0 && errno == ELOOP)
-      throw PullError(part_path + " is a symbolic link; refusing to write through it: remove it and pull again");
+      throw PullError(
+          part_path +
+          " is a symbolic link; refusing to write through it: remove it and pull again");
     if (fd.get() < 0) throw PullError("cannot open " + part_path + ": " + std::strerror(errno));
     struct stat st;
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
@@ -429,7 +449,8 @@ class Pull {
                    format_bytes(expected.size).c_str());
       have = hash_prefix(fd.get(), have, sha);
     }
-    if (::ftruncate(fd.get(), static_cast<off_t>(have)) != 0 || ::lseek(fd.get(), static_cast<off_t>(have), SEEK_SET) < 0)
+    if (::ftruncate(fd.get(), static_cast<off_t>(have)) != 0 ||
+        ::lseek(fd.get(), static_cast<off_t>(have), SEEK_SET) < 0)
       throw PullError("cannot prepare " + part_path + ": " + std::strerror(errno));
     check_space(fd.get(), expected.size > have ? expected.size - have : 0, part_path);
 
@@ -437,16 +458,18 @@ class Pull {
       receive(fd.get(), part_path, have, sha, expected);
     }
     if (expected.sha256.empty())
-      throw PullError("the hub gave no SHA-256 for " + file_.file + "; the download cannot be checked");
+      throw PullError("the hub gave no SHA-256 for " + file_.file +
+                      "; the download cannot be checked");
     if (have != expected.size)
-      throw PullError("the download of " + file_.name + " stopped at " + format_bytes(have) + " of " +
-                      format_bytes(expected.size) + ": run `ghostline pull " + file_.name +
+      throw PullError("the download of " + file_.name + " stopped at " + format_bytes(have) +
+                      " of " + format_bytes(expected.size) + ": run `ghostline pull " + file_.name +
                       "` again to resume");
     const std::string got = sha.hex();
     if (got != expected.sha256) {
       ::unlinkat(dir_fd_->get(), part.c_str(), 0);
-      throw PullError("checksum mismatch for " + file_.name + ": the hub says SHA-256 " + expected.sha256 +
-                      ", the download has " + got + "; the partial file was removed, run the "
+      throw PullError("checksum mismatch for " + file_.name + ": the hub says SHA-256 " +
+                      expected.sha256 + ", the download has " + got +
+                      "; the partial file was removed, run the "
                       "command again to download it anew");
     }
     if (::fsync(fd.get()) != 0)
@@ -458,9 +481,9 @@ class Pull {
     if (::fstatvfs(fd, &vfs) != 0) return;
     const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (needed > free_bytes)
-      throw PullError("no room for " + file_.name + ": it needs " + format_bytes(needed) + " more in " +
-                      std::filesystem::path(path).parent_path().string() + ", which has " +
-                      format_bytes(free_bytes) + " free");
+      throw PullError("no room for " + file_.name + ": it needs " + format_bytes(needed) +
+                      " more in " + std::filesystem::path(path).parent_path().string() +
+                      ", which has " + format_bytes(free_bytes) + " free");
   }
 
   // Streams the file from the resolve URL into `fd` from byte `have`, which it advances.
@@ -481,11 +504,13 @@ class Pull {
       std::string etag = h.field("X-Linked-Etag");
       if (etag.size() >= 2 && etag.front() == '"') etag = etag.substr(1, etag.size() - 2);
       if (is_sha256(etag)) {
-        if (expected.sha256.empty()) expected.sha256 = etag;
+        if (expected.sha256.empty())
+          expected.sha256 = etag;
         else if (etag != expected.sha256)
           throw PullError("the hub's metadata disagree on the SHA-256 of " + file_.file);
       }
-      if (!linked_size.empty() && !expected.size) expected.size = std::strtoull(linked_size.c_str(), nullptr, 10);
+      if (!linked_size.empty() && !expected.size)
+        expected.size = std::strtoull(linked_size.c_str(), nullptr, 10);
     };
 
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -505,8 +530,8 @@ class Pull {
           unsigned long long first = 0, last = 0, total = 0;
           if (std::sscanf(range.c_str(), "bytes %llu-%llu/%llu", &first, &last, &total) != 3 ||
               first != have || total != expected.size)
-            throw PullError("the server answered the range request for byte " + std::to_string(have) +
-                            " with '" + range + "'");
+            throw PullError("the server answered the range request for byte " +
+                            std::to_string(have) + " with '" + range + "'");
         } else if (have > 0) {
           std::fprintf(stderr, "the server does not resume downloads; starting over\n");
           start_over();
@@ -514,8 +539,8 @@ class Pull {
         if (h.status == 200) {
           const std::string length = h.field("Content-Length");
           if (!length.empty() && std::strtoull(length.c_str(), nullptr, 10) != expected.size)
-            throw PullError("the server sends " + length + " bytes for " + file_.file + ", the hub lists " +
-                            std::to_string(expected.size));
+            throw PullError("the server sends " + length + " bytes for " + file_.file +
+                            ", the hub lists " + std::to_string(expected.size));
         }
         progress.emplace(expected.size, have, terminal);
         return true;
@@ -571,9 +596,9 @@ void print_list() {
     const bool pulled = !dir.empty() &&
                         ::lstat((dir / (std::string(m.name) + ".gguf")).c_str(), &st) == 0 &&
                         S_ISREG(st.st_mode);
-    std::printf("%-20.*s %-9s %-7.*s %.*s%s\n", static_cast<int>(m.name.size()), m.name.data(), size,
-                static_cast<int>(m.quant.size()), m.quant.data(), static_cast<int>(m.suits.size()),
-                m.suits.data(), pulled ? "  [pulled]" : "");
+    std::printf("%-20.*s %-9s %-7.*s %.*s%s\n", static_cast<int>(m.name.size()), m.name.data(),
+                size, static_cast<int>(m.quant.size()), m.quant.data(),
+                static_cast<int>(m.suits.size()), m.suits.data(), pulled ? "  [pulled]" : "");
     std::printf("%-20s %.*s:%.*s\n", "", static_cast<int>(m.repo.size()), m.repo.data(),
                 static_cast<int>(m.file.size()), m.file.data());
   }
@@ -588,25 +613,30 @@ int pull_main(std::span<char* const> args) {
   bool list = false;
   std::string ca_file;
   if (const char* env = std::getenv("GHOSTLINE_CA_FILE")) ca_file = env;
-  ArgParser p("ghostline pull",
-              "Downloads a GGUF model from the Hugging Face hub into the model folder\n"
-              "($GHOSTLINE_MODEL_DIR, else $XDG_CACHE_HOME/ghostline/models, else\n"
-              "~/.cache/ghostline/models), where `--model NAME` finds it. An interrupted download\n"
-              "resumes when run again. HF_TOKEN (for gated or private repositories) is sent to the\n"
-              "hub only; HF_ENDPOINT names a mirror (default https://huggingface.co).");
+  ArgParser p(
+      "ghostline pull",
+      "Downloads a GGUF model from the Hugging Face hub into the model folder\n"
+      "($GHOSTLINE_MODEL_DIR, else $XDG_CACHE_HOME/ghostline/models, else\n"
+      "~/.cache/ghostline/models), where `--model NAME` finds it. An interrupted download\n"
+      "resumes when run again. HF_TOKEN (for gated or private repositories) is sent to the\n"
+      "hub only; HF_ENDPOINT names a mirror (default https://huggingface.co).");
   p.positional("NAME", "a recommended model (see --list) or USER/REPO:FILE.gguf[@REVISION]", &name,
                false);
-  p.flag("--list", "print the recommended models with their size and the machines they suit", &list);
-  p.option("--ca-file", "FILE",
-           "CA certificates (PEM) to trust for https besides the system's (default: $GHOSTLINE_CA_FILE)",
-           &ca_file);
+  p.flag("--list", "print the recommended models with their size and the machines they suit",
+         &list);
+  p.option(
+      "--ca-file", "FILE",
+      "CA certificates (PEM) to trust for https besides the system's (default: $GHOSTLINE_CA_FILE)",
+      &ca_file);
   if (auto exit = p.parse(args)) return *exit;
   if (list) {
     print_list();
     return 0;
   }
   if (name.empty()) {
-    std::fprintf(stderr, "ghostline pull: name a model (ghostline pull --list shows the recommended ones)\n");
+    std::fprintf(
+        stderr,
+        "ghostline pull: name a model (ghostline pull --list shows the recommended ones)\n");
     return 2;
   }
   HubFile file;

@@ -33,8 +33,9 @@ constexpr std::array kRecommended = {
     RecommendedModel{"deepseek-coder-1.3b", "TheBloke/deepseek-coder-1.3b-base-GGUF",
                      "deepseek-coder-1.3b-base.Q4_K_M.gguf", "Q4_K_M", 874'000'000,
                      "CPU laptop, 1.5 GB RAM"},
-    RecommendedModel{"starcoder2-3b", "second-state/StarCoder2-3B-GGUF", "starcoder2-3b-Q4_K_M.gguf",
-                     "Q4_K_M", 1'850'000'000, "GPU with 4 GB, or a fast CPU with 8 GB RAM"},
+    RecommendedModel{"starcoder2-3b", "second-state/StarCoder2-3B-GGUF",
+                     "starcoder2-3b-Q4_K_M.gguf", "Q4_K_M", 1'850'000'000,
+                     "GPU with 4 GB, or a fast CPU with 8 GB RAM"},
 };
 
 bool in_set(char c, std::string_view extra) {
@@ -59,7 +60,8 @@ bool valid_repo(std::string_view repo) {
 
 // Refusals that hold for every part of a name, before it is split.
 void check_characters(std::string_view text) {
-  if (text.find('\0') != std::string_view::npos) refuse("(with a NUL byte)", "NUL bytes are not allowed");
+  if (text.find('\0') != std::string_view::npos)
+    refuse("(with a NUL byte)", "NUL bytes are not allowed");
   if (text.find('\\') != std::string_view::npos) refuse(text, "backslashes are not allowed");
   if (text.find("..") != std::string_view::npos)
     refuse(text, "'..' is not allowed (a model never leaves the model folder)");
@@ -123,7 +125,8 @@ HubFile parse_model_name(std::string_view text) {
   if (!f.file.ends_with(".gguf")) refuse(text, "the file must be a .gguf file");
   const size_t slash = f.repo.find('/');
   f.local_name = f.repo.substr(0, slash) + "--" + f.repo.substr(slash + 1) + "--" + flat;
-  if (f.local_name.size() + kPartSuffix.size() > 255) refuse(text, "the name is too long for a file name");
+  if (f.local_name.size() + kPartSuffix.size() > 255)
+    refuse(text, "the name is too long for a file name");
   return f;
 }
 
@@ -169,8 +172,7 @@ std::string resolve_model_argument(std::string_view arg) {
     throw std::invalid_argument(path.string() +
                                 " is a symbolic link; a pulled model must be a plain file in the "
                                 "model folder (remove it and pull again)");
-  if (!S_ISREG(st.st_mode))
-    throw std::invalid_argument(path.string() + " is not a regular file");
+  if (!S_ISREG(st.st_mode)) throw std::invalid_argument(path.string() + " is not a regular file");
   return path.string();
 }
 

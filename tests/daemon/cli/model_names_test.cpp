@@ -109,13 +109,14 @@ TEST(ModelNames, NamesThatWouldLeaveTheFolderAreRefused) {
 }
 
 TEST(ModelNames, RepositoriesMustBeOwnerSlashName) {
-  for (const char* bad : {"user:x.gguf", "user/repo/more:x.gguf", "us er/repo:x.gguf", "user/re$po:x.gguf",
-                          "/repo:x.gguf", "user/:x.gguf"})
+  for (const char* bad : {"user:x.gguf", "user/repo/more:x.gguf", "us er/repo:x.gguf",
+                          "user/re$po:x.gguf", "/repo:x.gguf", "user/:x.gguf"})
     EXPECT_NE(refusal(bad), "") << bad;
   EXPECT_NE(refusal("user/repo").find("name the file"), std::string::npos);
   EXPECT_NE(refusal("user/repo:model.bin").find(".gguf"), std::string::npos);
   EXPECT_NE(refusal("not-a-model").find("qwen2.5-coder-1.5b"), std::string::npos);  // lists them
-  EXPECT_NE(refusal("user/repo:" + std::string(300, 'a') + ".gguf").find("too long"), std::string::npos);
+  EXPECT_NE(refusal("user/repo:" + std::string(300, 'a') + ".gguf").find("too long"),
+            std::string::npos);
 }
 
 TEST(ModelNames, WhatLooksLikeANameRatherThanAPath) {
@@ -147,18 +148,22 @@ TEST(ModelNames, ResolutionFindsPulledFilesAndSaysHowToPullTheRest) {
   ScopedEnv dir("GHOSTLINE_MODEL_DIR", folder.path().c_str());
   std::ofstream(folder.path() / "qwen2.5-coder-1.5b.gguf") << "GGUF";
   std::ofstream(folder.path() / "user--repo--m.gguf") << "GGUF";
-  EXPECT_EQ(resolve_model_argument("qwen2.5-coder-1.5b"), (folder.path() / "qwen2.5-coder-1.5b.gguf").string());
-  EXPECT_EQ(resolve_model_argument("user/repo:m.gguf@main"), (folder.path() / "user--repo--m.gguf").string());
+  EXPECT_EQ(resolve_model_argument("qwen2.5-coder-1.5b"),
+            (folder.path() / "qwen2.5-coder-1.5b.gguf").string());
+  EXPECT_EQ(resolve_model_argument("user/repo:m.gguf@main"),
+            (folder.path() / "user--repo--m.gguf").string());
   try {
     resolve_model_argument("starcoder2-3b");
     FAIL() << "a model not pulled was resolved";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("run `ghostline pull starcoder2-3b`"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("run `ghostline pull starcoder2-3b`"), std::string::npos)
+        << e.what();
   }
   // Paths pass through untouched (the loader reports a missing file); a partial download never
   // passes.
   EXPECT_EQ(resolve_model_argument("models/none.gguf"), "models/none.gguf");
-  EXPECT_THROW(resolve_model_argument((folder.path() / "x.gguf.part").string()), std::invalid_argument);
+  EXPECT_THROW(resolve_model_argument((folder.path() / "x.gguf.part").string()),
+               std::invalid_argument);
   EXPECT_THROW(resolve_model_argument("qwen2.5-coder-1.5b.gguf.part"), std::invalid_argument);
 }
 
