@@ -127,18 +127,22 @@ def main():
 
     L = []
     L.append("# Ghostline default code models\n")
+    where = "found on a Debian machine"
+    if manifest.get("site_packages"):
+        where += " and, for the `pip-*` sources, among the Python packages installed on the training machine"
     if cfg.get("init_gguf"):
+        fim_more = a.get("fim_rate", 0.5) > 0.5
         L.append("`ghostline-code.gguf` (target) and `ghostline-code-draft.gguf` (draft for speculative "
                  "decoding) are small llama-architecture code models trained by the recipe in `tools/train/` "
-                 "on permissively licensed source code found on a Debian machine. This version continues "
-                 "the training of the previous default pair (same architecture and vocabulary) on a larger "
-                 "corpus, with more fill-in-the-middle rows. Still small and briefly trained: expect simple, "
-                 "local completions (closing a call, finishing an identifier, repeating a nearby pattern), "
-                 "not reasoning.\n")
+                 f"on permissively licensed source code {where}. This version continues "
+                 "the training of the previous default pair (same architecture and vocabulary) on the corpus below"
+                 + (", with more fill-in-the-middle rows" if fim_more else "") + ". Still small and briefly "
+                 "trained: expect simple, local completions (closing a call, finishing an identifier, repeating "
+                 "a nearby pattern), not reasoning.\n")
     else:
         L.append("`ghostline-code.gguf` (target) and `ghostline-code-draft.gguf` (draft for speculative "
                  "decoding) are small llama-architecture code models trained from scratch by the recipe in "
-                 "`tools/train/` on permissively licensed source code found on a Debian machine. Expect "
+                 f"`tools/train/` on permissively licensed source code {where}. Expect "
                  "simple, local completions (closing a call, finishing an identifier, repeating a nearby "
                  "pattern), not reasoning.\n")
     L.append("## Files\n")
