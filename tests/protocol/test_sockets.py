@@ -217,7 +217,8 @@ def test_tcp_listener_without_a_token_generates_one():
         p = subprocess.Popen([BINARY, "connect", address], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, bufsize=0)
         c = Client(lambda d: (p.stdin.write(d), p.stdin.flush()), lambda: p.stdout.read(65536), p.stdin.close)
-        assert c.initialize({"initializationOptions": {"authToken": "mine"}})["error"]["code"] == -32600
+        id = c.request("initialize", {"capabilities": {}, "initializationOptions": {"authToken": "mine"}})
+        assert c.response(id)["error"]["code"] == -32600
         p.wait(10)
     finally:
         proc.terminate()
