@@ -31,7 +31,9 @@ std::string generate_auth_token() {
   for (size_t got = 0; got < sizeof bytes;) {
     const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(std::string("cannot generate an auth token: getrandom: ") + std::strerror(errno));
+    if (n <= 0)
+      throw std::runtime_error(std::string("cannot generate an auth token: getrandom: ") +
+                               std::strerror(errno));
     got += static_cast<size_t>(n);
   }
   static constexpr char kHex[] = "0123456789abcdef";
@@ -58,7 +60,8 @@ std::string generated_token_for(const std::string& host, int port) {
 }
 
 bool add_auth_token(nlohmann::json& message, const std::string& token) {
-  if (!message.is_object() || !message.contains("id") || message.value("method", nlohmann::json()) != "initialize")
+  if (!message.is_object() || !message.contains("id") ||
+      message.value("method", nlohmann::json()) != "initialize")
     return false;
   auto& params = message["params"];
   if (params.is_null()) params = nlohmann::json::object();

@@ -113,11 +113,13 @@ void ClientConnection::read_loop() {
 ClientConnection::Clock::time_point ClientConnection::send(const nlohmann::json& message) {
   nlohmann::json with_token;
   const nlohmann::json* out = &message;
-  if (!auth_token_.empty() && message.is_object() && message.value("method", nlohmann::json()) == "initialize") {
+  if (!auth_token_.empty() && message.is_object() &&
+      message.value("method", nlohmann::json()) == "initialize") {
     with_token = message;
     if (add_auth_token(with_token, auth_token_)) out = &with_token;
   }
-  std::string frame = lsp::encode_frame(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::string frame =
+      lsp::encode_frame(out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   auto at = Clock::now();
   for (size_t off = 0; off < frame.size();) {
     ssize_t w = ::write(write_fd_, frame.data() + off, frame.size() - off);

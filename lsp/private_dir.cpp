@@ -37,7 +37,8 @@ bool is_symlink(const std::string& path) {
 }
 
 std::string owned_by_other(const struct stat& st, uid_t owner) {
-  return "it belongs to " + describe_user(st.st_uid) + ", not to this user, " + describe_user(owner);
+  return "it belongs to " + describe_user(st.st_uid) + ", not to this user, " +
+         describe_user(owner);
 }
 
 std::string error_text(int error) {
@@ -62,12 +63,14 @@ PrivateDir default_private_dir() {
 std::optional<std::string> private_dir_problem(const PrivateDir& dir, uid_t owner) {
   struct stat st;
   if (::lstat(dir.path.c_str(), &st) != 0)
-    return errno == ENOENT ? std::string("it does not exist") : "it cannot be examined (" + error_text(errno) + ")";
+    return errno == ENOENT ? std::string("it does not exist")
+                           : "it cannot be examined (" + error_text(errno) + ")";
   if (S_ISLNK(st.st_mode)) return "it is a symbolic link (to " + link_target(dir.path) + ")";
   if (!S_ISDIR(st.st_mode)) return std::string("it is not a directory");
   if (st.st_uid != owner) return owned_by_other(st, owner);
   if (dir.access == DirAccess::OwnerOnly && (st.st_mode & 0777) != 0700)
-    return "it has mode " + mode_text(st.st_mode) + "; it must be 0700 (no access for group or others)";
+    return "it has mode " + mode_text(st.st_mode) +
+           "; it must be 0700 (no access for group or others)";
   if (dir.access == DirAccess::NotWritableByOthers && (st.st_mode & 022) != 0)
     return "it has mode " + mode_text(st.st_mode) + ": group or others may write to it";
   return std::nullopt;
@@ -77,20 +80,21 @@ void prepare_private_dir(const PrivateDir& dir) {
   if (dir.create_if_absent && ::mkdir(dir.path.c_str(), 0700) != 0 && errno != EEXIST)
     throw std::runtime_error("cannot make the directory " + dir.path + ": " + error_text(errno));
   if (auto problem = private_dir_problem(dir)) {
-    throw std::runtime_error(
-        "refusing to use the directory " + dir.path + ": " + *problem +
-        (dir.create_if_absent
-             ? ". Another user may have made it to receive this user's connections; remove it, or set "
-               "XDG_RUNTIME_DIR to a directory of this user"
-             : ". XDG_RUNTIME_DIR must name a directory of this user that no one else may write to"));
+    throw std::runtime_error("refusing to use the directory " + dir.path + ": " + *problem +
+                             (dir.create_if_absent ? ". Another user may have made it to receive "
+                                                     "this user's connections; remove it, or set "
+                                                     "XDG_RUNTIME_DIR to a directory of this user"
+                                                   : ". XDG_RUNTIME_DIR must name a directory of "
+                                                     "this user that no one else may write to"));
   }
 }
 
 std::optional<std::string> socket_path_problem(const std::string& path, uid_t owner) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0)
-    return errno == ENOENT ? std::nullopt
-                           : std::optional<std::string>("it cannot be examined (" + error_text(errno) + ")");
+    return errno == ENOENT
+               ? std::nullopt
+               : std::optional<std::string>("it cannot be examined (" + error_text(errno) + ")");
   if (S_ISLNK(st.st_mode)) return "it is a symbolic link (to " + link_target(path) + ")";
   if (!S_ISSOCK(st.st_mode)) return std::string("it exists and is not a socket");
   if (st.st_uid != owner) return owned_by_other(st, owner);
@@ -117,25 +121,29 @@ int UniqueFd::release() {
 
 UniqueFd open_log_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader; it is refused below.
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+  UniqueFd fd(::open(path.c_str(),
+                     O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                      0600));
   if (fd.get() < 0) {
     // O_NOFOLLOW fails with ELOOP, but O_CREAT on another user's link in a sticky directory can
     // fail with EACCES first: the link is named as the reason either way.
     if (errno == ELOOP || is_symlink(path))
-      throw std::runtime_error("refusing to open the log file " + path + ": it is a symbolic link (to " +
-                               link_target(path) + ")");
+      throw std::runtime_error("refusing to open the log file " + path +
+                               ": it is a symbolic link (to " + link_target(path) + ")");
     if (errno == ENXIO)  // a FIFO without a reader, or a socket
-      throw std::runtime_error("refusing to write the log file " + path + ": it is not a regular file");
+      throw std::runtime_error("refusing to write the log file " + path +
+                               ": it is not a regular file");
     throw std::runtime_error("cannot open the log file " + path + ": " + error_text(errno));
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0)
     throw std::runtime_error("cannot examine the log file " + path + ": " + error_text(errno));
   if (S_ISREG(st.st_mode) && st.st_uid != ::geteuid())
-    throw std::runtime_error("refusing to write the log file " + path + ": " + owned_by_other(st, ::geteuid()));
+    throw std::runtime_error("refusing to write the log file " + path + ": " +
+                             owned_by_other(st, ::geteuid()));
   if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
-    throw std::runtime_error("refusing to write the log file " + path + ": it is not a regular file");
+    throw std::runtime_error("refusing to write the log file " + path +
+                             ": it is not a regular file");
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
@@ -144,10 +152,13 @@ void write_secret_file(const std::string& path, const std::string& secret) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode))
-      throw std::runtime_error("refusing to replace " + path + ": it is a symbolic link (to " + link_target(path) + ")");
-    if (!S_ISREG(st.st_mode)) throw std::runtime_error("refusing to replace " + path + ": it is not a regular file");
+      throw std::runtime_error("refusing to replace " + path + ": it is a symbolic link (to " +
+                               link_target(path) + ")");
+    if (!S_ISREG(st.st_mode))
+      throw std::runtime_error("refusing to replace " + path + ": it is not a regular file");
     if (st.st_uid != ::geteuid())
-      throw std::runtime_error("refusing to replace " + path + ": " + owned_by_other(st, ::geteuid()));
+      throw std::runtime_error("refusing to replace " + path + ": " +
+                               owned_by_other(st, ::geteuid()));
     if (::unlink(path.c_str()) != 0 && errno != ENOENT)
       throw std::runtime_error("cannot remove the stale " + path + ": " + error_text(errno));
   } else if (errno != ENOENT) {
@@ -173,12 +184,15 @@ std::optional<std::string> read_secret_file(const std::string& path) {
   if (fd.get() < 0) {
     if (errno == ENOENT) return std::nullopt;
     if (errno == ELOOP || is_symlink(path))
-      throw std::runtime_error("refusing to read " + path + ": it is a symbolic link (to " + link_target(path) + ")");
+      throw std::runtime_error("refusing to read " + path + ": it is a symbolic link (to " +
+                               link_target(path) + ")");
     throw std::runtime_error("cannot open " + path + ": " + error_text(errno));
   }
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) throw std::runtime_error("cannot examine " + path + ": " + error_text(errno));
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error("refusing to read " + path + ": it is not a regular file");
+  if (::fstat(fd.get(), &st) != 0)
+    throw std::runtime_error("cannot examine " + path + ": " + error_text(errno));
+  if (!S_ISREG(st.st_mode))
+    throw std::runtime_error("refusing to read " + path + ": it is not a regular file");
   if (st.st_uid != ::geteuid())
     throw std::runtime_error("refusing to read " + path + ": " + owned_by_other(st, ::geteuid()));
   if ((st.st_mode & 077) != 0)
@@ -192,7 +206,8 @@ std::optional<std::string> read_secret_file(const std::string& path) {
     if (n < 0) throw std::runtime_error("cannot read " + path + ": " + error_text(errno));
     if (n == 0) break;
     content.append(buffer, static_cast<size_t>(n));
-    if (content.size() > 64 * 1024) throw std::runtime_error("refusing to read " + path + ": it is too large");
+    if (content.size() > 64 * 1024)
+      throw std::runtime_error("refusing to read " + path + ": it is too large");
   }
   const auto first = content.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return std::string();
@@ -202,23 +217,27 @@ std::optional<std::string> read_secret_file(const std::string& path) {
 std::optional<uid_t> peer_uid(int socket_fd) {
   struct ucred credentials {};
   socklen_t length = sizeof credentials;
-  if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return std::nullopt;
+  if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0)
+    return std::nullopt;
   return credentials.uid;
 }
 
 std::optional<std::string> unix_peer_problem(int socket_fd, const std::string& path) {
   const auto uid = peer_uid(socket_fd);
-  if (!uid) return "cannot tell who listens on " + path + " (SO_PEERCRED: " + error_text(errno) + ")";
+  if (!uid)
+    return "cannot tell who listens on " + path + " (SO_PEERCRED: " + error_text(errno) + ")";
   if (*uid == ::geteuid()) return std::nullopt;
-  return "the process listening on " + path + " runs as " + describe_user(*uid) + ", not as this user, " +
-         describe_user(::geteuid()) + "; another user may have planted that socket to read what the editor sends";
+  return "the process listening on " + path + " runs as " + describe_user(*uid) +
+         ", not as this user, " + describe_user(::geteuid()) +
+         "; another user may have planted that socket to read what the editor sends";
 }
 
 std::string describe_user(uid_t uid) {
   struct passwd entry;
   struct passwd* found = nullptr;
   std::vector<char> buffer(16 * 1024);
-  if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found && found->pw_name)
+  if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found &&
+      found->pw_name)
     return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
   return "uid " + std::to_string(uid);
 }

@@ -13,8 +13,8 @@
 #include <list>
 #include <set>
 #include <stdexcept>
-#include <type_traits>
 #include <thread>
+#include <type_traits>
 
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
@@ -226,10 +226,11 @@ struct Server::Impl {
     if (uid && *uid == ::geteuid()) return true;
     const uid_t key = uid ? *uid : static_cast<uid_t>(-1);
     if (refused_users.insert(key).second) {
-      spdlog::warn("refused a client of {} on unix:{}: only {} may connect to this daemon; its further "
-                   "attempts are refused without a word",
-                   uid ? describe_user(*uid) : "an unknown user (" + std::string(std::strerror(errno)) + ")",
-                   listen_path, describe_user(::geteuid()));
+      spdlog::warn(
+          "refused a client of {} on unix:{}: only {} may connect to this daemon; its further "
+          "attempts are refused without a word",
+          uid ? describe_user(*uid) : "an unknown user (" + std::string(std::strerror(errno)) + ")",
+          listen_path, describe_user(::geteuid()));
     }
     return false;
   }
@@ -334,7 +335,8 @@ int Server::run_stdio() {
   return exit_code;
 }
 
-int Server::run_listen(const ListenAddress& address, const std::function<void(const ListenAddress&)>& on_listening) {
+int Server::run_listen(const ListenAddress& address,
+                       const std::function<void(const ListenAddress&)>& on_listening) {
   auto& io = impl_->io;
   asio::signal_set signals(io, SIGINT, SIGTERM);
   std::unique_ptr<asio::ip::tcp::acceptor> tcp;

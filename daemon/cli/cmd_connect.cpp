@@ -135,7 +135,8 @@ std::optional<size_t> content_length(std::string_view headers) {
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
     size_t length = 0;
-    const auto [end_of_number, error] = std::from_chars(value.data(), value.data() + value.size(), length);
+    const auto [end_of_number, error] =
+        std::from_chars(value.data(), value.data() + value.size(), length);
     if (error != std::errc() || end_of_number == value.data()) return std::nullopt;
     return length;
   }
@@ -171,7 +172,8 @@ bool forward_first_message(int from, int to, const std::string& token) {
   if (lsp::exceeds_nesting_depth(body, kMaxNestingDepth)) return write_all(to, buffer);
   auto message = nlohmann::json::parse(body, nullptr, false);
   if (message.is_discarded() || !lsp::add_auth_token(message, token)) return write_all(to, buffer);
-  return write_all(to, lsp::encode_frame(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) &&
+  return write_all(to, lsp::encode_frame(message.dump(-1, ' ', false,
+                                                      nlohmann::json::error_handler_t::replace))) &&
          write_all(to, std::string_view(buffer).substr(message_end));
 }
 
@@ -180,7 +182,9 @@ bool forward_first_message(int from, int to, const std::string& token) {
 std::string tcp_auth_token(const lsp::ListenAddress& address, const std::string& token_env) {
   if (token_env.empty()) return lsp::generated_token_for(address.host, address.port);
   const char* value = std::getenv(token_env.c_str());
-  if (!value || !*value) throw std::runtime_error("--auth-token-env " + token_env + ": the variable is not set or empty");
+  if (!value || !*value)
+    throw std::runtime_error("--auth-token-env " + token_env +
+                             ": the variable is not set or empty");
   return value;
 }
 
@@ -249,14 +253,15 @@ int connect_main(std::span<char* const> args) {
   if (fd < 0) {
     if (no_start || !is_unix) {
       std::fprintf(stderr, "ghostline connect: no daemon at %s (%s)%s\n", address_text.c_str(),
-                   std::strerror(errno), is_unix ? "" : "; start one with ghostline serve --listen");
+                   std::strerror(errno),
+                   is_unix ? "" : "; start one with ghostline serve --listen");
       return 1;
     }
     // The daemon refuses these too; checked here as well so that the reason reaches the editor
     // (the daemon's own stderr goes nowhere, and its log is one of the paths checked).
     if (auto problem = lsp::socket_path_problem(address.path)) {
-      std::fprintf(stderr, "ghostline connect: refusing to start a daemon on %s: %s\n", address.path.c_str(),
-                   problem->c_str());
+      std::fprintf(stderr, "ghostline connect: refusing to start a daemon on %s: %s\n",
+                   address.path.c_str(), problem->c_str());
       return 1;
     }
     if (log_file.empty()) log_file = address.path + ".log";
@@ -298,7 +303,8 @@ int connect_main(std::span<char* const> args) {
   }
   // Client -> daemon on a thread; daemon -> client here. The daemon closing ends the bridge.
   std::thread up([fd, token] {
-    if (token.empty() || forward_first_message(STDIN_FILENO, fd, token)) copy_until_eof(STDIN_FILENO, fd);
+    if (token.empty() || forward_first_message(STDIN_FILENO, fd, token))
+      copy_until_eof(STDIN_FILENO, fd);
     ::shutdown(fd, SHUT_WR);
   });
   up.detach();

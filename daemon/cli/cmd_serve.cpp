@@ -171,7 +171,8 @@ int serve_main(std::span<char* const> args) {
   // own gets one generated here, which this user's clients read from a 0600 file in the private
   // directory (written once the port is known, removed when the daemon stops).
   std::string token_file;
-  const bool generate_token = address && address->kind == lsp::ListenAddress::Kind::Tcp && server.auth_token.empty();
+  const bool generate_token =
+      address && address->kind == lsp::ListenAddress::Kind::Tcp && server.auth_token.empty();
   if (generate_token) {
     try {
       server.auth_token = lsp::generate_auth_token();

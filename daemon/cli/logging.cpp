@@ -56,8 +56,8 @@ void setup_logging(const std::string& level, const std::string& file) {
     logger = std::make_shared<spdlog::logger>("ghostline", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   } else {
     // Never through a symbolic link, a new file 0600: see lsp::open_log_file.
-    logger = std::make_shared<spdlog::logger>("ghostline",
-                                              std::make_shared<LogFileSink>(file, lsp::open_log_file(file)));
+    logger = std::make_shared<spdlog::logger>(
+        "ghostline", std::make_shared<LogFileSink>(file, lsp::open_log_file(file)));
     // spdlog would report a failing write (a full disk) on stderr once a second for as long as the
     // daemon runs. Say it once and stop logging instead; the handler is owned by the logger, so
     // the raw pointer outlives every call. Its messages for a failed write or flush name the

@@ -8,8 +8,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -27,7 +27,8 @@ using ::testing::Optional;
 class PrivateDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ghostline-private-dir-test-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "ghostline-private-dir-test-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root_ = pattern;
   }
@@ -89,15 +90,16 @@ TEST_F(PrivateDirTest, OursMustBeExactly0700XdgOnlyClosedToWriters) {
     EXPECT_THAT(private_dir_problem({root_, DirAccess::NotWritableByOthers, false}),
                 Optional(HasSubstr("group or others may write to it")))
         << std::oct << mode;
-    EXPECT_THAT(private_dir_problem({root_, DirAccess::OwnerOnly, true}), Optional(HasSubstr("it must be 0700")));
+    EXPECT_THAT(private_dir_problem({root_, DirAccess::OwnerOnly, true}),
+                Optional(HasSubstr("it must be 0700")));
   }
 }
 
 TEST_F(PrivateDirTest, ADirectoryOfAnotherUserIsUnfit) {
   const uid_t other = ::geteuid() + 1;
   EXPECT_THAT(private_dir_problem({root_, DirAccess::OwnerOnly, true}, other),
-              Optional(HasSubstr("it belongs to " + describe_user(::geteuid()) + ", not to this user, " +
-                                 describe_user(other))));
+              Optional(HasSubstr("it belongs to " + describe_user(::geteuid()) +
+                                 ", not to this user, " + describe_user(other))));
   EXPECT_THAT(private_dir_problem({root_, DirAccess::NotWritableByOthers, false}, other),
               Optional(HasSubstr("it belongs to")));
 }
@@ -109,8 +111,10 @@ TEST_F(PrivateDirTest, ASymbolicLinkAFileOrNothingIsUnfit) {
   EXPECT_THAT(private_dir_problem({path("link"), DirAccess::OwnerOnly, true}),
               Optional(HasSubstr("it is a symbolic link (to " + dir + ")")));
   write_file(path("file"), "", 0700);
-  EXPECT_THAT(private_dir_problem({path("file"), DirAccess::OwnerOnly, true}), Optional(HasSubstr("not a directory")));
-  EXPECT_THAT(private_dir_problem({path("none"), DirAccess::OwnerOnly, true}), Optional(HasSubstr("does not exist")));
+  EXPECT_THAT(private_dir_problem({path("file"), DirAccess::OwnerOnly, true}),
+              Optional(HasSubstr("not a directory")));
+  EXPECT_THAT(private_dir_problem({path("none"), DirAccess::OwnerOnly, true}),
+              Optional(HasSubstr("does not exist")));
 }
 
 TEST_F(PrivateDirTest, PrepareMakesOurDirectory0700WhateverTheUmask) {
@@ -124,11 +128,16 @@ TEST_F(PrivateDirTest, PrepareMakesOurDirectory0700WhateverTheUmask) {
 TEST_F(PrivateDirTest, PrepareRefusesAnUnfitDirectoryNamingItAndTheProblem) {
   ASSERT_EQ(::mkdir(path("open").c_str(), 0700), 0);
   ASSERT_EQ(::chmod(path("open").c_str(), 0777), 0);
-  const std::string error = error_of([&] { prepare_private_dir({path("open"), DirAccess::OwnerOnly, true}); });
-  EXPECT_THAT(error, HasSubstr("refusing to use the directory " + path("open") + ": it has mode 0777"));
+  const std::string error = error_of([&] {
+    prepare_private_dir({path("open"), DirAccess::OwnerOnly, true});
+  });
+  EXPECT_THAT(error,
+              HasSubstr("refusing to use the directory " + path("open") + ": it has mode 0777"));
   EXPECT_EQ(mode_of(path("open")), 0777u);  // reported, not repaired
   // XDG_RUNTIME_DIR is not ours to make.
-  EXPECT_THAT(error_of([&] { prepare_private_dir({path("xdg"), DirAccess::NotWritableByOthers, false}); }),
+  EXPECT_THAT(error_of([&] {
+                prepare_private_dir({path("xdg"), DirAccess::NotWritableByOthers, false});
+              }),
               HasSubstr(path("xdg") + ": it does not exist. XDG_RUNTIME_DIR must name"));
   EXPECT_FALSE(std::filesystem::exists(path("xdg")));
 }
@@ -141,18 +150,23 @@ TEST_F(PrivateDirTest, ASocketPathMayHoldNothingOrASocketOfThisUser) {
   std::strncpy(addr.sun_path, path("s.sock").c_str(), sizeof addr.sun_path - 1);
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   EXPECT_EQ(socket_path_problem(path("s.sock")), std::nullopt);
-  EXPECT_THAT(socket_path_problem(path("s.sock"), ::geteuid() + 1), Optional(HasSubstr("it belongs to")));
+  EXPECT_THAT(socket_path_problem(path("s.sock"), ::geteuid() + 1),
+              Optional(HasSubstr("it belongs to")));
   ::close(fd);
   // A link is refused even when it leads to a socket of ours: it is never followed.
   ASSERT_EQ(::symlink(path("s.sock").c_str(), path("link.sock").c_str()), 0);
   EXPECT_THAT(socket_path_problem(path("link.sock")), Optional(HasSubstr("it is a symbolic link")));
   write_file(path("file.sock"), "", 0600);
-  EXPECT_THAT(socket_path_problem(path("file.sock")), Optional(HasSubstr("it exists and is not a socket")));
+  EXPECT_THAT(socket_path_problem(path("file.sock")),
+              Optional(HasSubstr("it exists and is not a socket")));
 }
 
 TEST_F(PrivateDirTest, ALogFileIsMade0600AndNeverOpenedThroughALink) {
   const mode_t mask = ::umask(0);
-  { auto fd = open_log_file(path("d.log")); ASSERT_GE(fd.get(), 0); }
+  {
+    auto fd = open_log_file(path("d.log"));
+    ASSERT_GE(fd.get(), 0);
+  }
   ::umask(mask);
   EXPECT_EQ(mode_of(path("d.log")), 0600u);
   {
@@ -163,16 +177,19 @@ TEST_F(PrivateDirTest, ALogFileIsMade0600AndNeverOpenedThroughALink) {
 
   write_file(path("target"), "untouched", 0644);
   ASSERT_EQ(::symlink(path("target").c_str(), path("link.log").c_str()), 0);
-  EXPECT_THAT(error_of([&] { open_log_file(path("link.log")); }),
-              HasSubstr("refusing to open the log file " + path("link.log") + ": it is a symbolic link"));
+  EXPECT_THAT(
+      error_of([&] { open_log_file(path("link.log")); }),
+      HasSubstr("refusing to open the log file " + path("link.log") + ": it is a symbolic link"));
   ASSERT_EQ(::symlink(path("absent").c_str(), path("dangling.log").c_str()), 0);
-  EXPECT_THAT(error_of([&] { open_log_file(path("dangling.log")); }), HasSubstr("it is a symbolic link"));
+  EXPECT_THAT(error_of([&] { open_log_file(path("dangling.log")); }),
+              HasSubstr("it is a symbolic link"));
   EXPECT_EQ(content_of(path("target")), "untouched");
   EXPECT_FALSE(std::filesystem::exists(path("absent")));
 
   // A FIFO would block the daemon (and feed a reader): refused at once.
   ASSERT_EQ(::mkfifo(path("fifo.log").c_str(), 0600), 0);
-  EXPECT_THAT(error_of([&] { open_log_file(path("fifo.log")); }), HasSubstr("it is not a regular file"));
+  EXPECT_THAT(error_of([&] { open_log_file(path("fifo.log")); }),
+              HasSubstr("it is not a regular file"));
   EXPECT_GE(open_log_file("/dev/null").get(), 0);
 }
 
@@ -193,7 +210,8 @@ TEST_F(PrivateDirTest, ASecretFileIsWritten0600ReplacingOnlyAStaleOneOfOurs) {
               HasSubstr("refusing to read " + path("link.token") + ": it is a symbolic link"));
   EXPECT_EQ(content_of(path("target")), "untouched");
   ASSERT_EQ(::mkdir(path("dir.token").c_str(), 0700), 0);
-  EXPECT_THAT(error_of([&] { write_secret_file(path("dir.token"), "s"); }), HasSubstr("it is not a regular file"));
+  EXPECT_THAT(error_of([&] { write_secret_file(path("dir.token"), "s"); }),
+              HasSubstr("it is not a regular file"));
 }
 
 TEST_F(PrivateDirTest, ASecretFileOthersMayReadIsRefused) {
