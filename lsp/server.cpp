@@ -224,13 +224,15 @@ struct Server::Impl {
   bool from_this_user(asio::local::stream_protocol::socket& socket) {
     const auto uid = peer_uid(socket.native_handle());
     if (uid && *uid == ::geteuid()) return true;
+    const std::string who =
+        uid ? describe_user(*uid)
+            : "an unknown user (SO_PEERCRED: " + std::string(std::strerror(errno)) + ")";
     const uid_t key = uid ? *uid : static_cast<uid_t>(-1);
     if (refused_users.insert(key).second) {
       spdlog::warn(
           "refused a client of {} on unix:{}: only {} may connect to this daemon; its further "
           "attempts are refused without a word",
-          uid ? describe_user(*uid) : "an unknown user (" + std::string(std::strerror(errno)) + ")",
-          listen_path, describe_user(::geteuid()));
+          who, listen_path, describe_user(::geteuid()));
     }
     return false;
   }
