@@ -11,8 +11,15 @@
 namespace ghostline::engine {
 namespace {
 
-// Weight of one accept/reject outcome in the running acceptance.
+// Weight of one accept/reject outcome in the running acceptance, once a few were seen.
 constexpr double kAcceptanceWeight = 0.1;
+
+// A source is used only when it is expected to give this many tokens per unit of cost (a plain
+// step gives 1): below it, the gain is within what the estimates can be off by.
+constexpr double kMinTokensPerCost = 1.05;
+
+// Weight of the newest forward in a running cost, once a few were measured.
+constexpr double kCostWeight = 0.2;
 
 // A source skipped this many rounds in a row (its estimate said it would not pay) is tried
 // once more, so that a stale low estimate can recover.
@@ -50,9 +57,12 @@ void AdaptiveK::record(int proposed, int accepted) {
   if (proposed <= 0) return;
   accepted = std::clamp(accepted, 0, proposed);
   // Each accepted token is a success; the first rejected one (if any) a failure. Tokens after
-  // it were never tested.
-  for (int i = 0; i < accepted; ++i) acceptance_ += kAcceptanceWeight * (1.0 - acceptance_);
-  if (accepted < proposed) acceptance_ -= kAcceptanceWeight * acceptance_;
+  // it were never tested. The first outcomes count as in a mean with the prior worth two
+  // outcomes (so that a draft that fails from the start is known as bad within a few rounds),
+  // later ones with a fixed weight (so that the estimate follows the text).
+  auto weight = [&] { return std::max(1.0 / (++outcomes_ + 2), kAcceptanceWeight); };
+  for (int i = 0; i < accepted; ++i) acceptance_ += weight() * (1.0 - acceptance_);
+  if (accepted < proposed) acceptance_ -= weight() * acceptance_;
   ++rounds_;
   skipped_ = 0;
 }
@@ -79,6 +89,89 @@ int AdaptiveK::best_k(double a) const {
   for (int k = k_min_ + 1; k <= k_max_; ++k)
     if (tokens_per_cost(k, a) > tokens_per_cost(best, a)) best = k;
   return best;
+}
+
+int AdaptiveK::best_k(double a, const SpeculationCosts& costs, bool draft, int lag) const {
+  int best = k_min_;
+  double best_value = tokens_per_cost(best, a, costs, draft, lag);
+  for (int k = k_min_ + 1; k <= k_max_; ++k)
+    if (const double v = tokens_per_cost(k, a, costs, draft, lag); v > best_value)
+      best = k, best_value = v;
+  return best;
+}
+
+double AdaptiveK::tokens_per_cost(int k, double a, const SpeculationCosts& costs, bool draft,
+                                  int lag) const {
+  return expected_tokens(a, k) / costs.round_cost(k, draft, lag);
+}
+
+// ---- SpeculationCosts ----
+
+void SpeculationCosts::Mean::add(double x) {
+  ++n;
+  // The first measurements count equally; later ones with a fixed weight, so that the figure
+  // follows the context's depth and the machine's load.
+  ms += std::max(1.0 / n, kCostWeight) * (x - ms);
+}
+
+SpeculationCosts::SpeculationCosts(const VerifyCost& target_prior, double draft_step_prior,
+                                   double draft_catch_up_prior)
+    : prior_(target_prior),
+      draft_step_prior_(draft_step_prior),
+      draft_catch_up_prior_(draft_catch_up_prior) {}
+
+void SpeculationCosts::record_target(int n_tokens, double ms) {
+  if (n_tokens >= 1 && n_tokens <= kMaxTokens && ms > 0) target_[n_tokens].add(ms);
+}
+
+void SpeculationCosts::record_draft(int n_tokens, double ms) {
+  if (n_tokens < 1 || ms <= 0) return;
+  if (n_tokens == 1)
+    draft_step_.add(ms);
+  else
+    draft_catch_up_.add(ms / n_tokens);
+}
+
+bool SpeculationCosts::measured_target(int n_tokens) const {
+  return n_tokens >= 1 && n_tokens <= kMaxTokens && target_[n_tokens].n > 0;
+}
+
+double SpeculationCosts::step_ms() const {
+  if (target_[1].n > 0) return target_[1].ms;
+  // Only verification batches measured yet: a step from the smallest, by the prior's ratio.
+  for (int n = 2; n <= kMaxTokens; ++n)
+    if (target_[n].n > 0) return target_[n].ms / (1.0 + prior_.per_token * (n - 1));
+  return 0;
+}
+
+double SpeculationCosts::verify(int k) const {
+  const int n = k + 1;
+  if (n <= 1) return 1.0;
+  const double step = step_ms();
+  if (step <= 0) return 1.0 + prior_.per_token * (n - 1);
+  // A batch never costs less than a smaller measured one (a timing that says so is noise).
+  auto ratio = [&](int m) { return target_[m].ms / step; };
+  double below = 1.0;  // the largest measured batch smaller than n (1: a step)
+  int below_n = 1;
+  for (int m = 2; m < std::min(n, kMaxTokens + 1); ++m)
+    if (target_[m].n > 0) below = std::max(below, ratio(m)), below_n = m;
+  if (n <= kMaxTokens && target_[n].n > 0) return std::max(below, ratio(n));
+  // Not measured: the prior's slope from the batch below, but no more than a larger measured
+  // batch costs.
+  double cost = below + prior_.per_token * (n - below_n);
+  for (int m = n + 1; m <= kMaxTokens; ++m)
+    if (target_[m].n > 0) return std::min(cost, std::max(below, ratio(m)));
+  return cost;
+}
+
+double SpeculationCosts::draft_step() const {
+  const double step = step_ms();
+  return step > 0 && draft_step_.n > 0 ? draft_step_.ms / step : draft_step_prior_;
+}
+
+double SpeculationCosts::draft_catch_up_per_token() const {
+  const double step = step_ms();
+  return step > 0 && draft_catch_up_.n > 0 ? draft_catch_up_.ms / step : draft_catch_up_prior_;
 }
 
 // ---- n-gram lookup ----
@@ -193,8 +286,16 @@ class SpeculativeRun {
   bool forward(Generator& gen, KvSequence& seq, std::span<const int32_t> tokens, int n_logits,
                int& steps) {
     const int64_t before = gen.forward_calls();
+    const auto start = Clock::now();
     const bool ok = gen.forward(seq, tokens, LogitsRequest::last_n_of(n_logits), o_.cancel);
     const int ran = static_cast<int>(gen.forward_calls() - before);
+    if (ok && ran > 0 && spec_.costs) {
+      const int n = static_cast<int>(tokens.size());
+      if (&gen == &target_)
+        spec_.costs->record_target(n, ms_since(start));
+      else
+        spec_.costs->record_draft(n, ms_since(start));
+    }
     steps += ran;
     if (ran > 0 && is_set(o_.cancel)) r_.speculation.steps_after_cancel += ran;
     if (!ok) r_.reason = StopReason::Cancelled;
@@ -260,29 +361,36 @@ class SpeculativeRun {
         // to be worth a longer proposal.
         const double support = double(std::max(1, spec_.ngram_min)) / ngram.match_len;
         const double a = 1.0 - (1.0 - k_ngram_->acceptance()) * support;
-        const int k = std::min(k_ngram_->best_k(a), static_cast<int>(ngram.tokens.size()));
+        const SpeculationCosts* costs = spec_.costs;
+        const int k = std::min(costs ? k_ngram_->best_k(a, *costs, false) : k_ngram_->best_k(a),
+                               static_cast<int>(ngram.tokens.size()));
         ngram.tokens.resize(size_t(k));
-        v_ngram = k_ngram_->tokens_per_cost(k, a);
+        v_ngram = costs ? k_ngram_->tokens_per_cost(k, a, *costs, false)
+                        : k_ngram_->tokens_per_cost(k, a);
       }
     }
     k_for_draft_ = 0;
     double v_draft = 0;
     if (draft_) {
       const int ctx_len = static_cast<int>(context_.size());
+      // Context the draft has not seen (prompt, or tokens of n-gram rounds) is run first.
+      const int lag = std::max(0, ctx_len - 1 - spec_.draft_seq->n_tokens);
+      const double a = k_draft_->acceptance();
+      const SpeculationCosts* costs = spec_.costs;
+      const int k = !costs || k_draft_->rounds() == 0 ? k_draft_->k()
+                                                       : k_draft_->best_k(a, *costs, true, lag);
       // The draft holds the context and d1..d(k-1) at the end of its proposal.
-      k_for_draft_ = std::min({room, k_draft_->k(), draft_->model().n_ctx() - ctx_len + 1});
-      if (k_for_draft_ >= 1) {
-        // Context the draft has not seen (prompt, or tokens of n-gram rounds) is run first.
-        const int lag = std::max(0, ctx_len - 1 - spec_.draft_seq->n_tokens);
-        v_draft =
-            AdaptiveK::expected_tokens(k_draft_->acceptance(), k_for_draft_) /
-            (1.0 + k_draft_->cost_per_token() * k_for_draft_ + kDraftCatchUpCostPerToken * lag);
-      }
+      k_for_draft_ = std::min({room, k, draft_->model().n_ctx() - ctx_len + 1});
+      if (k_for_draft_ >= 1)
+        v_draft = costs ? k_draft_->tokens_per_cost(k_for_draft_, a, *costs, true, lag)
+                        : AdaptiveK::expected_tokens(a, k_for_draft_) /
+                              (1.0 + k_draft_->cost_per_token() * k_for_draft_ +
+                               kDraftCatchUpCostPerToken * lag);
     }
-    const bool ngram_ok =
-        v_ngram >= 1.0 || (v_ngram > 0 && k_ngram_->skipped() >= kProbeAfterSkips);
-    const bool draft_ok =
-        v_draft >= 1.0 || (k_for_draft_ >= 1 && k_draft_->skipped() >= kProbeAfterSkips);
+    const bool ngram_ok = v_ngram >= kMinTokensPerCost ||
+                          (v_ngram > 0 && k_ngram_->skipped() >= kProbeAfterSkips);
+    const bool draft_ok = v_draft >= kMinTokensPerCost ||
+                          (k_for_draft_ >= 1 && k_draft_->skipped() >= kProbeAfterSkips);
     Source source = Source::None;
     if (ngram_ok && (!draft_ok || v_ngram >= v_draft))
       source = Source::Ngram;

@@ -18,9 +18,12 @@
 
 namespace ghostline::engine {
 
+class SpeculationCosts;
+
 // Running acceptance of one draft source and the number of tokens k it should propose.
 // Acceptance is the probability that a proposed token is accepted given that the ones before
-// it were: an exponential moving average over the accept/reject outcomes of single tokens.
+// it were: the mean of the accept/reject outcomes of single tokens (with a prior of 0.5 worth
+// two outcomes), an exponential moving average once a few were seen.
 // A round proposing k tokens is expected to emit E(k) = 1 + a + ... + a^k tokens (the accepted
 // ones and the target's own) for a cost of 1 + cost_per_token * k target decode steps.
 class AdaptiveK {
@@ -51,6 +54,11 @@ class AdaptiveK {
   // what a plain decode step gives).
   double tokens_per_cost(int k, double a) const;
   double tokens_per_cost(int k) const { return tokens_per_cost(k, acceptance_); }
+  // The same with the round costs measured on this machine (`draft`: the proposals come from
+  // the draft model, which had `lag` tokens of context to catch up on).
+  int best_k(double a, const SpeculationCosts& costs, bool draft, int lag = 0) const;
+  double tokens_per_cost(int k, double a, const SpeculationCosts& costs, bool draft,
+                         int lag = 0) const;
   double cost_per_token() const { return cost_per_token_; }
   int k_min() const { return k_min_; }
   int k_max() const { return k_max_; }
@@ -64,6 +72,49 @@ class AdaptiveK {
   double acceptance_ = 0.5;
   int rounds_ = 0;
   int skipped_ = 0;
+  int outcomes_ = 0;  // accept/reject outcomes recorded
+};
+
+// What proposing and verifying cost on the machine that runs them, in target decode steps,
+// measured from the forward calls the speculative loop makes: the target's time for a forward
+// of n tokens (n = 1 is a plain decode step; [last token, d1..dk] is n = k + 1), the draft's for
+// one step and per token when it catches up on context. Until a figure is measured it comes
+// from priors: the backend's VerifyCost for the target, a fixed share of a step for the draft.
+// One per target/draft pair (costs belong to the machine, acceptance to the document).
+class SpeculationCosts {
+ public:
+  static constexpr int kMaxTokens = 17;  // forwards of up to 16 proposals and the last token
+
+  explicit SpeculationCosts(const VerifyCost& target_prior, double draft_step_prior = 0.32,
+                            double draft_catch_up_prior = 0.08);
+
+  void record_target(int n_tokens, double ms);
+  void record_draft(int n_tokens, double ms);
+
+  // Cost of a target forward of k + 1 tokens (verifying k proposals) against a single step.
+  double verify(int k) const;
+  double draft_step() const;
+  double draft_catch_up_per_token() const;
+  // Cost of a round that proposes k tokens: verification, plus k draft steps and `lag` tokens of
+  // catch-up when they come from the draft.
+  double round_cost(int k, bool draft, int lag = 0) const {
+    return verify(k) + (draft ? k * draft_step() + lag * draft_catch_up_per_token() : 0.0);
+  }
+  bool measured_target(int n_tokens) const;
+  bool measured_draft_step() const { return draft_step_.n > 0; }
+
+ private:
+  struct Mean {  // running mean in ms, recent forwards weighted more
+    double ms = 0;
+    int n = 0;
+    void add(double x);
+  };
+  double step_ms() const;  // a single target step, measured or derived from another batch size
+
+  VerifyCost prior_;
+  double draft_step_prior_, draft_catch_up_prior_;
+  Mean target_[kMaxTokens + 1];
+  Mean draft_step_, draft_catch_up_;  // catch-up: per token
 };
 
 // Prompt lookup: the continuation after the most recent earlier occurrence of the context's
@@ -96,13 +147,19 @@ struct Speculation {
   int ngram_min = 2, ngram_max = 4;
   AdaptiveK* k_draft = nullptr;  // caller-owned running statistics (per document / language);
   AdaptiveK* k_ngram = nullptr;  //   null: a default local to the call
+  // Measured costs of this target/draft pair, updated by the call. Null: each source's
+  // AdaptiveK cost model alone (a fixed cost per proposed token).
+  SpeculationCosts* costs = nullptr;
 };
 
 // Like Generator::generate, with the same options, stop rules and contract for `seq`, but each
 // step verifies a proposal. Per round: the n-gram proposal (when it matched with n >=
 // ngram_min) and the draft model's are compared by expected tokens per cost from their running
 // acceptance (a longer match counts as stronger support; n-gram lookup costs no forward and wins
-// ties); a round without a worthwhile proposal is a plain decode step. The target runs [last
+// ties); a source is used only when it is expected to give more tokens per unit of time than a
+// plain decode step (with spec.costs, from the costs measured on this machine), and a round
+// without a worthwhile proposal is a plain decode step. A source skipped many rounds in a row is
+// tried once more, so that a stale estimate recovers. The target runs [last
 // token, d1..dk] in one forward; greedy accepts while its argmax equals d_i and then emits its
 // own token (or the bonus token after all k), sampling uses speculative_accept. k never exceeds
 // the tokens max_tokens still allows, the context, or 7 (batches of up to 8 tokens take the

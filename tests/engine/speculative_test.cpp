@@ -65,12 +65,12 @@ struct Engine {
   std::unique_ptr<KvBlockPool> pool;
   std::unique_ptr<Generator> gen;
 
-  Engine(const char* path, BackendKind path_kind, int chunk = 32) {
+  Engine(const char* path, BackendKind path_kind, int chunk = 32, int threads = 2) {
     model = Model::load(path, {.lock_resident = false});
     const ModelConfig& c = model->config();
     pool = std::make_unique<KvBlockPool>(c.n_layer, c.kv_dim(), 16 << 20);
     gen = std::make_unique<Generator>(
-        *model, *pool, GeneratorOptions{.threads = 2, .backend = path_kind, .chunk_tokens = chunk});
+        *model, *pool, GeneratorOptions{.threads = threads, .backend = path_kind, .chunk_tokens = chunk});
   }
 };
 
@@ -85,17 +85,23 @@ class IdentityChecker {
  public:
   IdentityChecker(Engine& target, Engine& draft) : target_(target), draft_(draft) {}
 
+  // costs: measured costs to decide with (null: AdaptiveK's fixed costs); warm_draft: the draft
+  // KV already holds the prompt but its last token, as the draft's prefix cache gives it.
   SpeculationStats check(std::span<const int32_t> prompt, const GenerateOptions& options, Mode mode,
-                         AdaptiveK& k_draft, AdaptiveK& k_ngram, const std::string& label) {
+                         AdaptiveK& k_draft, AdaptiveK& k_ngram, const std::string& label,
+                         SpeculationCosts* costs = nullptr, bool warm_draft = false) {
     // Each run gets its own copy of the options: a stop rule's state starts afresh.
     KvSequence plain_seq;
     const auto plain = target_.gen->generate(plain_seq, prompt, GenerateOptions(options));
     KvSequence seq, draft_seq;
+    if (warm_draft && mode != Mode::Ngram)
+      draft_.gen->forward(draft_seq, prompt.first(prompt.size() - 1), LogitsRequest::none());
     const Speculation spec{.draft = mode == Mode::Ngram ? nullptr : draft_.gen.get(),
                            .draft_seq = &draft_seq,
                            .ngram = mode != Mode::Draft,
                            .k_draft = &k_draft,
-                           .k_ngram = &k_ngram};
+                           .k_ngram = &k_ngram,
+                           .costs = costs};
     const auto r = generate_speculative(*target_.gen, seq, prompt, GenerateOptions(options), spec);
     EXPECT_EQ(r.tokens, plain.tokens) << label << " " << mode_name(mode);
     EXPECT_EQ(r.reason, plain.reason) << label << " " << mode_name(mode);
@@ -224,6 +230,87 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
   EXPECT_GT(ngram_stats.accepted_ngram, 0);
   EXPECT_EQ(ngram_stats.proposed_draft, 0);
   EXPECT_GT(both_stats.proposed_draft + both_stats.proposed_ngram, 0);
+}
+
+// A source that believes its proposals are always accepted.
+AdaptiveK confident_draft(const VerifyCost& cost) {
+  AdaptiveK k = AdaptiveK::for_draft(cost);
+  for (int i = 0; i < 60; ++i) k.record(k.k_max(), k.k_max());
+  return k;
+}
+
+// The target as its own draft: every proposal is accepted. Measured as costing three target
+// steps a step, it is not used (but for a probe now and then); with the fixed costs alone, it
+// proposes every round. The output is the same.
+TEST_F(ShippedPairTest, ADraftMeasuredAsCostlyIsNotUsedThoughItAgrees) {
+  const auto prompts = code_prompts(target_->model->tokenizer(), 1, 120);
+  ASSERT_GE(prompts.size(), 4u);
+  Engine self_draft(kTarget, BackendKind::Cpu);
+  IdentityChecker checker(*target_, self_draft);
+  const VerifyCost cost = target_->gen->verify_cost();
+  AdaptiveK unused = AdaptiveK::for_ngram(cost);
+  // Measured before: a draft step of ten seconds. It stays measured so unless the draft runs.
+  SpeculationCosts costs(cost);
+  costs.record_target(1, 1.0);
+  for (int i = 0; i < 20; ++i) costs.record_draft(1, 10000.0);
+  SpeculationStats priced, unpriced;
+  for (size_t i = 0; i < 4; ++i) {
+    const GenerateOptions options{.max_tokens = 48};
+    AdaptiveK a = confident_draft(cost), b = confident_draft(cost);
+    const std::string label = "prompt " + std::to_string(i);
+    priced += checker.check(prompts[i], options, Mode::Draft, a, unused, label, &costs, true);
+    unpriced += checker.check(prompts[i], options, Mode::Draft, b, unused, label, nullptr, true);
+  }
+  EXPECT_EQ(unpriced.accepted_draft, unpriced.proposed_draft);
+  EXPECT_GT(unpriced.proposed_draft, 60);
+  // Only probes: at most one round in kProbeAfterSkips + 1.
+  EXPECT_LT(priced.proposed_draft * 4, unpriced.proposed_draft);
+  EXPECT_GT(priced.target_steps, unpriced.target_steps);
+}
+
+// A draft with random weights (the target's vocabulary) disagrees with the trained target: after
+// a few rounds it stops proposing, so decoding costs about what the plain loop does.
+TEST_F(ShippedPairTest, ADraftThatDisagreesFallsBackToPlainDecoding) {
+  const auto random_draft = std::filesystem::temp_directory_path() /
+                            ("ghostline-spec-random-draft-" + std::to_string(::getpid()) + ".gguf");
+  write_random_model(random_draft, {.arch = "llama",
+                                    .n_embd = 64,
+                                    .n_layer = 2,
+                                    .n_head = 2,
+                                    .n_head_kv = 1,
+                                    .n_ff = 128,
+                                    .n_ctx = 4096,
+                                    .type = GgmlType::F16,
+                                    .vocab_from = kTarget});
+  {
+    Engine draft(random_draft.string().c_str(), BackendKind::Cpu);
+    IdentityChecker checker(*target_, draft);
+    const auto prompts = code_prompts(target_->model->tokenizer(), 1, 120);
+    ASSERT_GE(prompts.size(), 4u);
+    const VerifyCost cost = target_->gen->verify_cost();
+    AdaptiveK k_draft = AdaptiveK::for_draft(cost), unused = AdaptiveK::for_ngram(cost);
+    SpeculationCosts costs(cost);
+    SpeculationStats stats;
+    int emitted = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      KvSequence seq;
+      const GenerateOptions options{.max_tokens = 48};
+      stats += checker.check(prompts[i], options, Mode::Draft, k_draft, unused,
+                             "prompt " + std::to_string(i), &costs, true);
+      emitted += static_cast<int>(
+          target_->gen->generate(seq, prompts[i], GenerateOptions(options)).tokens.size());
+      target_->pool->release(seq);
+    }
+    ASSERT_GT(emitted, 100);
+    // It was tried (a stale estimate is probed now and then), and failed.
+    EXPECT_GT(stats.proposed_draft, 0);
+    EXPECT_LT(double(stats.accepted_draft), 0.2 * stats.proposed_draft);
+    EXPECT_LT(k_draft.acceptance(), 0.5);
+    // Proposals and the draft's forwards stay a small share of the work.
+    EXPECT_LT(stats.proposed_draft, emitted / 4);
+    EXPECT_LT(stats.draft_steps, emitted / 4);
+  }
+  std::filesystem::remove(random_draft);
 }
 
 TEST_F(ShippedPairTest, StopRulesMatchThePlainLoop) {
@@ -667,6 +754,75 @@ TEST(AdaptiveKTest, StaysWithinItsBounds) {
   }
   EXPECT_NEAR(cheap.acceptance(), dear.acceptance(), 1e-12);
   EXPECT_GT(cheap.k(), dear.k());
+}
+
+// ---- measured costs ----
+
+TEST(SpeculationCostsTest, PriorsUntilSomethingIsMeasured) {
+  const SpeculationCosts costs({.max_tokens = 8, .per_token = 0.5}, 0.3, 0.1);
+  EXPECT_DOUBLE_EQ(costs.verify(0), 1.0);
+  EXPECT_DOUBLE_EQ(costs.verify(3), 2.5);
+  EXPECT_DOUBLE_EQ(costs.draft_step(), 0.3);
+  EXPECT_DOUBLE_EQ(costs.draft_catch_up_per_token(), 0.1);
+  EXPECT_DOUBLE_EQ(costs.round_cost(3, false), 2.5);
+  EXPECT_DOUBLE_EQ(costs.round_cost(3, true, 10), 2.5 + 0.9 + 1.0);
+  EXPECT_FALSE(costs.measured_target(1));
+  EXPECT_FALSE(costs.measured_draft_step());
+}
+
+TEST(SpeculationCostsTest, MeasuredTimesReplaceThePriors) {
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.5}, 0.3, 0.1);
+  costs.record_target(1, 10.0);
+  costs.record_target(5, 12.0);  // verifying 4 proposals: 1.2 steps, not the prior's 3
+  costs.record_draft(1, 6.0);
+  costs.record_draft(21, 42.0);  // catch-up: 2 ms a token
+  EXPECT_TRUE(costs.measured_target(5));
+  EXPECT_DOUBLE_EQ(costs.verify(4), 1.2);
+  // A batch not measured yet: the nearest smaller measured one plus the prior's slope, but no
+  // more than a larger measured batch.
+  EXPECT_DOUBLE_EQ(costs.verify(6), 1.2 + 0.5 * 2);
+  EXPECT_DOUBLE_EQ(costs.verify(1), 1.2);
+  EXPECT_DOUBLE_EQ(costs.verify(2), 1.2);
+  // Noise that makes a larger batch look cheaper than a smaller one is ignored.
+  costs.record_target(7, 11.0);
+  EXPECT_DOUBLE_EQ(costs.verify(6), 1.2);
+  EXPECT_DOUBLE_EQ(costs.draft_step(), 0.6);
+  EXPECT_DOUBLE_EQ(costs.draft_catch_up_per_token(), 0.2);
+  // Later measurements move the figure (the machine got busier).
+  for (int i = 0; i < 30; ++i) costs.record_draft(1, 20.0);
+  EXPECT_GT(costs.draft_step(), 1.9);
+  // Nonsense is ignored.
+  costs.record_target(0, 5.0);
+  costs.record_target(3, -1.0);
+  costs.record_target(SpeculationCosts::kMaxTokens + 1, 5.0);
+  EXPECT_FALSE(costs.measured_target(3));
+}
+
+TEST(SpeculationCostsTest, AStepIsDerivedFromVerificationBatchesAlone) {
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.25}, 0.3, 0.1);
+  costs.record_target(5, 20.0);  // the prior's ratio for 5 tokens is 2: a step of 10 ms
+  costs.record_draft(1, 5.0);
+  EXPECT_DOUBLE_EQ(costs.verify(4), 2.0);
+  EXPECT_DOUBLE_EQ(costs.draft_step(), 0.5);
+}
+
+TEST(SpeculationCostsTest, ADraftPaysOnlyWhenItsGainBeatsItsCost) {
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.1});
+  costs.record_target(1, 10.0);
+  for (int n = 2; n <= 8; ++n) costs.record_target(n, 10.0 + n);
+  AdaptiveK k(1, 7, 4, 0.0);
+  // A cheap draft with good acceptance pays, and proposes several tokens.
+  costs.record_draft(1, 1.0);
+  EXPECT_GT(k.tokens_per_cost(k.best_k(0.8, costs, true), 0.8, costs, true), 1.5);
+  EXPECT_GT(k.best_k(0.8, costs, true), 2);
+  // The same acceptance from a draft as slow as the target: no k pays.
+  SpeculationCosts slow = costs;
+  for (int i = 0; i < 40; ++i) slow.record_draft(1, 10.0);
+  for (int kk = 1; kk <= 7; ++kk) EXPECT_LT(k.tokens_per_cost(kk, 0.8, slow, true), 1.0);
+  // Catching up on a long context costs too.
+  EXPECT_LT(k.tokens_per_cost(3, 0.8, costs, true, 200), k.tokens_per_cost(3, 0.8, costs, true, 0));
+  // n-gram proposals cost only their verification.
+  EXPECT_GT(k.tokens_per_cost(4, 0.5, slow, false), 1.0);
 }
 
 }  // namespace
