@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -316,11 +317,13 @@ class EngineCompleter : public SyntaxAwareCompleter {
     if (options_.speculation == SpeculationMode::Off)
       return target_->generator().generate(target_kv.seq(), q.prompt.tokens, gen);
     SpeculationState& state = speculation_state(q.request);
+    if (!costs_) costs_.emplace(target_->generator().verify_cost());
     const engine::Speculation spec{.draft = draft_kv ? &draft_->generator() : nullptr,
                                    .draft_seq = draft_kv ? &draft_kv->seq() : nullptr,
                                    .ngram = options_.speculation != SpeculationMode::Draft,
                                    .k_draft = &state.draft,
-                                   .k_ngram = &state.ngram};
+                                   .k_ngram = &state.ngram,
+                                   .costs = &*costs_};
     auto r = engine::generate_speculative(target_->generator(), target_kv.seq(), q.prompt.tokens,
                                           gen, spec);
     q.stats.speculating = true;
@@ -380,6 +383,8 @@ class EngineCompleter : public SyntaxAwareCompleter {
   std::unique_ptr<ModelSlot> target_;
   std::unique_ptr<ModelSlot> draft_;
   std::unordered_map<std::string, SpeculationState> by_document_;
+  // What a proposal costs on this machine, measured as the models run (shared by documents).
+  std::optional<engine::SpeculationCosts> costs_;
   std::unordered_map<std::string, std::string> latest_by_language_;
   engine::FimTemplate fim_;
   std::unique_ptr<PromptAssembler> prompts_;
