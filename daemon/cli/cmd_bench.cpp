@@ -1,6 +1,7 @@
 // `ghostline bench -m FILE -p 512 -n 128 -t N`: prompt processing and generation speed in the
 // shape of llama-bench's table (pp512 / tg128, tokens per second, mean ± stddev over -r runs),
-// so that the two can be compared side by side; plus peak RSS.
+// so that the two can be compared side by side; plus peak RSS. `--speculative` measures
+// speculative decoding instead (cmd_bench_speculative.cpp).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "base/clock.h"
 #include "daemon/cli/arg_parser.h"
@@ -56,7 +58,11 @@ std::string dominant_type(const engine::GgufFile& file) {
 
 }  // namespace
 
+int bench_speculative_main(std::span<char* const> args);  // cmd_bench_speculative.cpp
+
 int bench_main(std::span<char* const> args) {
+  for (const char* arg : args)
+    if (std::string_view(arg) == "--speculative") return bench_speculative_main(args);
   std::string model_path;
   int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, depth = 0;
   ArgParser parser("ghostline bench",

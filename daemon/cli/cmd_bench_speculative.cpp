@@ -1,0 +1,265 @@
+// `ghostline bench --speculative -m TARGET [--draft DRAFT] [FILE...]`: what speculative decoding
+// gains on this machine. Decodes windows of real code (the files given, or this repository's
+// sources) greedily in four modes (plain, n-gram lookup, the draft model, both) and prints the
+// decode speed of each beside the plain loop's, with the acceptance of each source; then what a
+// forward of 1 + k tokens costs against one decode step, for k = 0..16, on the target (and the
+// draft: its step against the target's). Greedy output must be the same in every mode; a
+// difference is reported and makes the command fail.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "daemon/cli/arg_parser.h"
+#include "daemon/cli/backend_choice.h"
+#include "daemon/cli/model_command.h"
+#include "engine/generator.h"
+#include "engine/kv/kv_block_pool.h"
+#include "engine/model/model.h"
+#include "engine/speculative.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ghostline::daemon {
+namespace {
+
+using namespace engine;
+
+// Sources of this repository, used when no file is given (run from the checkout's root).
+const char* kDefaultFiles[] = {
+    "engine/generator.cpp",        "engine/speculative.cpp",  "lsp/scheduler.cpp",
+    "engine/kv/kv_block_pool.cpp", "tools/train/train.py",    "tools/train/model.py",
+    "tools/replay/synthesize.py",  "daemon/cli/cmd_bench.cpp",
+};
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Engine {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvBlockPool> pool;
+  std::unique_ptr<Generator> gen;
+};
+
+Engine load(const std::string& path, int tokens, int threads, BackendKind backend) {
+  Engine e;
+  e.model = load_model_for_command(path);
+  e.pool = kv_pool_for(*e.model, tokens);
+  e.gen = std::make_unique<Generator>(*e.model, *e.pool,
+                                      GeneratorOptions{.threads = threads, .backend = backend,
+                                                       .chunk_tokens = 256});
+  return e;
+}
+
+enum class Mode { Plain, Ngram, Draft, Both };
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::Plain: return "plain";
+    case Mode::Ngram: return "n-gram";
+    case Mode::Draft: return "draft";
+    case Mode::Both: return "n-gram + draft";
+  }
+  return "?";
+}
+
+struct ModeResult {
+  int tokens = 0;       // decoded after the first (the first comes from the prefill)
+  double decode_ms = 0;
+  SpeculationStats stats;
+  std::vector<std::vector<int32_t>> outputs;
+};
+
+std::string percent(int part, int whole) {
+  if (whole <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%% of %d", 100.0 * part / whole, whole);
+  return buf;
+}
+
+// Mean time in ms of a forward of `n` tokens appended to `context` tokens of KV.
+double forward_ms(Engine& e, KvSequence& context, int n, int reps) {
+  const int base = context.n_tokens;
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) tokens[size_t(i)] = (7 + 31 * i) % e.model->config().n_vocab;
+  e.gen->forward(context, tokens, LogitsRequest::last_n_of(n));  // warm-up
+  e.pool->truncate(context, base);
+  const auto start = Clock::now();
+  for (int r = 0; r < reps; ++r) {
+    e.gen->forward(context, tokens, LogitsRequest::last_n_of(n));
+    e.pool->truncate(context, base);
+  }
+  return ms_since(start) / reps;
+}
+
+}  // namespace
+
+int bench_speculative_main(std::span<char* const> args) {
+  std::string target_path, draft_path;
+  std::vector<std::string> files;
+  int n_gen = 64, threads = 2, windows = 3, prompt_len = 256, reps = 5;
+  bool speculative = false;
+  ArgParser parser("ghostline bench --speculative",
+                   "Measure what speculative decoding gains: decode speed plain, with n-gram "
+                   "lookup, with the draft, with both, and the cost of verifying k tokens.");
+  parser.flag("--speculative", "this benchmark (instead of pp/tg)", &speculative);
+  parser.option("-m,--model", "FILE|NAME", "the target model", &target_path);
+  parser.option("--draft", "FILE|NAME", "draft model (same vocabulary); none: n-gram only",
+                &draft_path);
+  parser.option("-n,--n-gen", "N", "tokens generated per prompt", &n_gen);
+  parser.option("-t,--threads", "N", "compute threads", &threads);
+  parser.option("-w,--windows", "N", "prompts taken from each file (windows ending at evenly "
+                "spread points)", &windows);
+  parser.option("-p,--prompt-tokens", "N", "longest prompt, in tokens", &prompt_len);
+  parser.option("-r,--repetitions", "N", "timed forwards per batch size in the cost table",
+                &reps);
+  BackendChoice backend = BackendChoice::Auto;
+  add_backend_option(parser, backend);
+  parser.rest("FILE", "text files to take prompts from (default: sources of this repository)",
+              &files);
+  if (auto rc = parser.parse(args)) return *rc;
+  if (target_path.empty() || n_gen < 1 || threads < 1 || windows < 1 || prompt_len < 16 ||
+      reps < 1) {
+    std::fprintf(stderr,
+                 "ghostline bench --speculative: need -m FILE, -n >= 1, -t >= 1, -w >= 1, "
+                 "-p >= 16, -r >= 1\n\n%s",
+                 parser.help().c_str());
+    return 2;
+  }
+  if (files.empty())
+    for (const char* f : kDefaultFiles)
+      if (std::filesystem::exists(f)) files.emplace_back(f);
+  if (files.empty()) {
+    std::fprintf(stderr, "ghostline bench --speculative: no files to take prompts from (give some, "
+                         "or run from the repository's root)\n");
+    return 2;
+  }
+
+  return report_errors("bench", [&] {
+    const BackendKind kind = command_backend(backend);
+    const int kv_tokens = prompt_len + n_gen + 64;
+    Engine target = load(target_path, kv_tokens, threads, kind);
+    std::optional<Engine> draft;
+    if (!draft_path.empty()) draft = load(draft_path, kv_tokens, threads, kind);
+    const Tokenizer& tok = target.model->tokenizer();
+
+    std::vector<std::vector<int32_t>> prompts;
+    for (const auto& f : files) {
+      const auto text = read_text(f);
+      if (!text) throw std::runtime_error("cannot read " + f);
+      const auto ids = tok.encode(*text);
+      for (int w = 1; w <= windows; ++w) {
+        const size_t end = ids.size() * size_t(w) / size_t(windows + 1);
+        const size_t begin = end > size_t(prompt_len) ? end - size_t(prompt_len) : 0;
+        if (end - begin >= 16) prompts.emplace_back(ids.begin() + long(begin), ids.begin() + long(end));
+      }
+    }
+    if (prompts.empty()) throw std::runtime_error("the files give no prompt of 16 tokens or more");
+
+    std::printf("target: %s (%s, %s)\n", target_path.c_str(),
+                format_count(target.model->n_params()).c_str(),
+                format_bytes(target.model->weight_bytes()).c_str());
+    if (draft)
+      std::printf("draft:  %s (%s, %s)\n", draft_path.c_str(),
+                  format_count(draft->model->n_params()).c_str(),
+                  format_bytes(draft->model->weight_bytes()).c_str());
+    std::printf("%zu prompts of up to %d tokens from %zu files, %d tokens each, greedy, %d "
+                "threads, backend %s\n\n",
+                prompts.size(), prompt_len, files.size(), n_gen, threads,
+                std::string(target.gen->backend_name()).c_str());
+
+    std::vector<Mode> modes = {Mode::Plain, Mode::Ngram};
+    if (draft) modes.insert(modes.end(), {Mode::Draft, Mode::Both});
+    std::vector<ModeResult> results;
+    for (Mode mode : modes) {
+      ModeResult res;
+      // One running state per mode, as one document's in the daemon; costs measured as it runs.
+      const VerifyCost cost = target.gen->verify_cost();
+      AdaptiveK k_draft = AdaptiveK::for_draft(cost), k_ngram = AdaptiveK::for_ngram(cost);
+      SpeculationCosts costs(cost);
+      for (size_t i = 0; i <= prompts.size(); ++i) {
+        // The first prompt runs once untimed (warm-up).
+        const auto& prompt = prompts[i == 0 ? 0 : i - 1];
+        KvSequence seq, draft_seq;
+        const bool use_draft = mode == Mode::Draft || mode == Mode::Both;
+        // The draft's prefix cache holds the prompt in the daemon: give it the same start.
+        if (use_draft)
+          draft->gen->forward(draft_seq, std::span(prompt).first(prompt.size() - 1),
+                              LogitsRequest::none());
+        const GenerateOptions options{.max_tokens = n_gen};
+        GenerateResult r;
+        if (mode == Mode::Plain) {
+          r = target.gen->generate(seq, prompt, options);
+        } else {
+          const Speculation spec{.draft = use_draft ? draft->gen.get() : nullptr,
+                                 .draft_seq = use_draft ? &draft_seq : nullptr,
+                                 .ngram = mode != Mode::Draft,
+                                 .k_draft = &k_draft,
+                                 .k_ngram = &k_ngram,
+                                 .costs = &costs};
+          r = generate_speculative(*target.gen, seq, prompt, options, spec);
+        }
+        target.pool->release(seq);
+        if (draft) draft->pool->release(draft_seq);
+        if (i == 0) continue;
+        res.tokens += std::max(0, static_cast<int>(r.tokens.size()) - 1);
+        res.decode_ms += r.decode_ms;
+        res.stats += r.speculation;
+        res.outputs.push_back(std::move(r.tokens));
+      }
+      results.push_back(std::move(res));
+    }
+
+    const double plain_tps = results[0].tokens / (results[0].decode_ms / 1000.0);
+    std::printf("| mode | decode t/s | vs plain | target forwards | draft forwards | n-gram "
+                "accepted | draft accepted |\n");
+    std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    bool identical = true;
+    for (size_t m = 0; m < modes.size(); ++m) {
+      const ModeResult& res = results[m];
+      const double tps = res.tokens / (res.decode_ms / 1000.0);
+      std::printf("| %s | %.1f | %.2fx | %d | %d | %s | %s |\n", mode_name(modes[m]), tps,
+                  tps / plain_tps, res.stats.target_steps, res.stats.draft_steps,
+                  percent(res.stats.accepted_ngram, res.stats.proposed_ngram).c_str(),
+                  percent(res.stats.accepted_draft, res.stats.proposed_draft).c_str());
+      if (res.outputs != results[0].outputs) identical = false;
+    }
+    std::printf("\ngreedy output identical in every mode: %s\n", identical ? "yes" : "NO");
+
+    // Cost of verification: a forward of 1 + k tokens after a context of prompt_len tokens.
+    auto cost_table = [&](Engine& e, const char* name, double target_step_ms) {
+      KvSequence context;
+      e.gen->forward(context, prompts.front(), LogitsRequest::none());
+      const double step = forward_ms(e, context, 1, reps);
+      std::printf("\n%s: forward of 1 + k tokens after %d tokens of context (%d runs each)\n",
+                  name, context.n_tokens, reps);
+      std::printf("| k | ms | x one step |\n| ---: | ---: | ---: |\n");
+      std::printf("| 0 | %.3f | 1.00 |\n", step);
+      for (int k = 1; k <= SpeculationCosts::kMaxTokens - 1; ++k) {
+        const double ms = forward_ms(e, context, k + 1, reps);
+        std::printf("| %d | %.3f | %.2f |\n", k, ms, ms / step);
+      }
+      if (target_step_ms > 0)
+        std::printf("one %s step costs %.2f target steps\n", name, step / target_step_ms);
+      e.pool->release(context);
+      return step;
+    };
+    const double target_step = cost_table(target, "target", 0);
+    if (draft) cost_table(*draft, "draft", target_step);
+    std::printf("(batches of up to %d tokens give the logits of single steps exactly)\n",
+                target.gen->verify_cost().max_tokens);
+    return identical ? 0 : 1;
+  });
+}
+
+}  // namespace ghostline::daemon
