@@ -411,7 +411,9 @@ class OfflineMachineTest(unittest.TestCase):
                                 "--stop-in", "4", "--grace-min", "0"],
                                capture_output=True, text=True, env=env, timeout=300)
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("deadline passed", r.stdout)
+            # The budget shrinks to what the deadline allows ("deadline: budget shrunk"), or, when
+            # steps are too slow for that, the run stops past it ("deadline passed").
+            self.assertRegex(r.stdout, r"deadline(: budget shrunk| passed)")
             self.assertTrue((work / "runs" / "t" / "DONE").exists() and (work / "runs" / "t" / "ckpt.pt").exists())
 
     def test_run_prepares_from_a_shard(self):
