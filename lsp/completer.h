@@ -19,6 +19,11 @@ namespace ghostline::lsp {
 
 enum class TriggerKind { Invoked = 1, Automatic = 2 };
 
+// The `completion` setting: how many lines a completion may have. Auto: what the syntax decides;
+// Line: never more than one; Block: several wherever the cursor may start a block or continue
+// a line of code (not inside comments and strings).
+enum class CompletionMode { Auto, Line, Block };
+
 // What a completer takes from the I/O thread's state as a request is submitted (the syntax tree
 // of the document's version, context from other documents), for its own use on the engine
 // thread. Immutable once attached.
@@ -35,6 +40,7 @@ struct CompletionRequest {
   TriggerKind trigger = TriggerKind::Automatic;
   int max_tokens = 0;        // 0: the completer's default
   int deadline_ms = 0;       // 0: the completer's default
+  CompletionMode mode = CompletionMode::Auto;
   // The item selected in the editor's completion widget, if any: the completion must start
   // by replacing [selected_begin, selected_end) with selected_text.
   bool has_selected = false;

@@ -397,6 +397,31 @@ void Session::apply_settings(const json& s) {
       log_to_client(2, "setting 'enabled' must be a boolean; ignored");
     }
   }
+  if (auto it = s.find("completion"); it != s.end()) {
+    static const std::map<std::string, CompletionMode, std::less<>> kModes = {
+        {"auto", CompletionMode::Auto}, {"line", CompletionMode::Line}, {"block", CompletionMode::Block}};
+    auto mode = it->is_string() ? kModes.find(it->get<std::string>()) : kModes.end();
+    if (mode != kModes.end()) {
+      settings_.completion = mode->second;
+    } else {
+      log_to_client(2, "setting 'completion' must be \"auto\", \"line\" or \"block\"; ignored");
+    }
+  }
+  if (auto it = s.find("languages"); it != s.end()) {
+    // The whole map is replaced: a language left out of a new map gets completions again.
+    if (it->is_object()) {
+      settings_.languages.clear();
+      for (const auto& [language, on] : it->items()) {
+        if (on.is_boolean()) {
+          settings_.languages[language] = on.get<bool>();
+        } else {
+          log_to_client(2, "setting 'languages." + language + "' must be a boolean; ignored");
+        }
+      }
+    } else {
+      log_to_client(2, "setting 'languages' must be an object of language id -> true/false; ignored");
+    }
+  }
 }
 
 void Session::on_did_change_configuration(const DidChangeConfigurationParams& params) {
@@ -499,7 +524,8 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
     return;
   }
   auto empty = [&] { reply(id, style == Style::Inline ? json(InlineCompletionList{}) : json(CompletionList{})); };
-  if (!settings_.enabled) return empty();
+  // A language switched off costs no model time.
+  if (!settings_.enabled || !settings_.language_enabled(snapshot->language_id())) return empty();
   if (!completer_.ready()) {
     if (!warned_no_model_) {
       log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
@@ -516,6 +542,7 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
   request.cursor = *cursor;
   request.max_tokens = settings_.max_tokens;
   request.deadline_ms = settings_.deadline_ms;
+  request.mode = settings_.completion;
   if (params.trigger_kind == InlineCompletionTriggerKind::Invoked) request.trigger = TriggerKind::Invoked;
   if (params.selected) {
     auto b = snapshot->offset_of(params.selected->range.start, encoding_);

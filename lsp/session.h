@@ -40,6 +40,13 @@ struct SessionSettings {
   int debounce_ms = 10;
   int max_tokens = 0;    // 0: the completer's default
   int deadline_ms = 0;   // 0: the completer's default
+  CompletionMode completion = CompletionMode::Auto;
+  // Language ids switched on or off (`languages`); one not named here gets completions.
+  std::map<std::string, bool, std::less<>> languages;
+  bool language_enabled(std::string_view language_id) const {
+    auto it = languages.find(language_id);
+    return it == languages.end() || it->second;
+  }
 };
 
 struct ServerOptions {

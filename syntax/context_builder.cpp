@@ -124,6 +124,19 @@ CompletionContext build_context(const TreeSnapshot* tree, std::string_view text,
   c.shape.max_lines = options.max_lines;
   c.decision = c.shape.single_line ? Decision::SingleLine : Decision::MultiLine;
   c.reason = c.shape.single_line ? "line with text" : "block";
+  if (options.line_mode == LineMode::Line && !c.shape.single_line) {
+    c.shape.single_line = true;
+    c.decision = Decision::SingleLine;
+    c.reason = "line mode";
+  } else if (options.line_mode == LineMode::Block && c.shape.single_line &&
+             c.shape.rest_of_line.find_first_not_of(" \t\r") == std::string::npos) {
+    // The end of a line of code: its rest and the lines after it, which end where the line's
+    // own block ends (a line indented less than it).
+    c.shape.single_line = false;
+    c.shape.min_indent = c.shape.base_indent;
+    c.decision = Decision::MultiLine;
+    c.reason = "block mode";
+  }
 
   if (tree && tree->language) {
     c.language = tree->language->name;

@@ -15,12 +15,18 @@ namespace ghostline::syntax {
 struct TreeSnapshot;
 struct Language;
 
+// How many lines the user lets a completion have (the `completion` setting). Auto: the syntax
+// decides; Line: one at most; Block: several wherever the cursor is at the end of a line of code
+// (not only where a block opens), still one inside comments and strings.
+enum class LineMode { Auto, Line, Block };
+
 struct ContextOptions {
   bool fim = false;            // the model sees the text after the cursor
   bool in_comments = false;    // complete inside comments
   bool in_docstrings = true;   // inside docstrings and doc comments
   bool in_strings = false;     // inside other string literals
   int max_lines = 8;           // of a multi-line completion
+  LineMode line_mode = LineMode::Auto;
 };
 
 enum class Decision { None, SingleLine, MultiLine };

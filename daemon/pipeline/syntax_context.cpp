@@ -117,6 +117,9 @@ syntax::CompletionContext SyntaxState::context_for(const lsp::CompletionRequest&
   const auto tree = tree_for(request);
   syntax::ContextOptions options;
   options.fim = fim;
+  options.line_mode = request.mode == lsp::CompletionMode::Line    ? syntax::LineMode::Line
+                      : request.mode == lsp::CompletionMode::Block ? syntax::LineMode::Block
+                                                                   : syntax::LineMode::Auto;
   syntax::CompletionContext c = syntax::build_context(tree.get(), request.text, request.cursor, options);
   if (c.decision == syntax::Decision::None && request.trigger == lsp::TriggerKind::Invoked) {
     c.decision = c.shape.single_line ? syntax::Decision::SingleLine : syntax::Decision::MultiLine;

@@ -149,6 +149,44 @@ TEST(ContextBuilder, WithoutAGrammarTheTextDecides) {
   EXPECT_EQ(ctx.decision, Decision::None);  // in the middle of a word
 }
 
+CompletionContext context_in_mode(const char* code_with_cursor, LineMode mode) {
+  std::string text = code_with_cursor;
+  const size_t cursor = text.find(kCursor);
+  text.erase(cursor, kCursor.size());
+  DocumentTree doc(*find_language("python"), text);
+  auto tree = doc.snapshot(1);
+  return build_context(tree.get(), text, cursor, ContextOptions{.fim = true, .line_mode = mode});
+}
+
+TEST(ContextBuilder, LineModeNeverMakesABlock) {
+  const char* body = "import math\n\ndef area(r):█\n";
+  EXPECT_EQ(context_in_mode(body, LineMode::Auto).decision, Decision::MultiLine);
+  const CompletionContext ctx = context_in_mode(body, LineMode::Line);
+  EXPECT_EQ(ctx.decision, Decision::SingleLine);
+  EXPECT_TRUE(ctx.shape.single_line);
+  // What a model generates is cut at the end of the first line.
+  EXPECT_EQ(finish(ctx.shape, "\n    return math.pi * r * r\n").text, "");
+  EXPECT_EQ(finish(ctx.shape, "  # the area\n    return math.pi * r * r\n").text, "  # the area");
+  // Nor does an explicit request: a block asked for in line mode is one line.
+  EXPECT_EQ(context_in_mode("def f():\n    █\n", LineMode::Line).decision, Decision::SingleLine);
+}
+
+TEST(ContextBuilder, BlockModeContinuesALineOfCodeUntilItsBlockEnds) {
+  const char* line = "def total(items):\n    s = 0\n    for i in items:\n        s = s + █\n    return s\n";
+  EXPECT_EQ(context_in_mode(line, LineMode::Auto).decision, Decision::SingleLine);
+  const CompletionContext ctx = context_in_mode(line, LineMode::Block);
+  EXPECT_EQ(ctx.decision, Decision::MultiLine);
+  EXPECT_EQ(finish(ctx.shape, "i\n        print(s)\n    return s\n").text, "i\n        print(s)");
+}
+
+TEST(ContextBuilder, BlockModeKeepsOneLineWhereTheContextAllowsNoMore) {
+  // Code after the cursor, a comment, a string: still one line (or nothing), as in auto.
+  EXPECT_EQ(context_in_mode("x = █ + compute(1)\n", LineMode::Block).decision, Decision::SingleLine);
+  EXPECT_EQ(context_in_mode("def area(r):\n    \"\"\"Area of a circle of█\"\"\"\n", LineMode::Block).decision,
+            Decision::SingleLine);
+  EXPECT_EQ(context_in_mode("name = \"hello wor█\"\n", LineMode::Block).decision, Decision::None);
+}
+
 TEST(ContextBuilder, ReferencedNamesAreThoseUsedInTheRange) {
   const std::string text =
       "import os\n\ndef main():\n    cfg = load_config(os.environ)\n    server = Server(cfg)\n    server.run()\n";
