@@ -37,6 +37,13 @@ inline size_t utf8_sequence_length(std::string_view s) {
   return n;
 }
 
+// Characters (code points) of valid UTF-8 text: the bytes that are not continuation bytes.
+inline size_t utf8_code_points(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 // Length of the longest valid UTF-8 prefix of s.
 inline size_t utf8_valid_prefix(std::string_view s) {
   size_t i = 0;

@@ -79,6 +79,8 @@ class Completer {
   }
   // A short description for logs and `ghostline/stats` (e.g. the model file).
   virtual std::string describe() const = 0;
+  // The model's short name (its file's name), for the per-model acceptance counts.
+  virtual std::string model_name() const { return describe(); }
   // Whether this completer can produce completions at all (false: no model loaded).
   virtual bool ready() const { return true; }
   // Runs on the I/O thread, so it must be thread-safe and cheap: a completion for `request`

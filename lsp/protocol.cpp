@@ -164,8 +164,31 @@ void from_json(const json& j, InitializeParams& v) {
   if (auto t = j.find("trace"); t != j.end() && t->is_string()) v.trace = t->get<std::string>();
 }
 
+void to_json(json& j, const Command& v) {
+  j = {{"title", v.title}, {"command", v.command}, {"arguments", v.arguments}};
+}
 void to_json(json& j, const InlineCompletionItem& v) {
   j = {{"insertText", v.insert_text}, {"range", v.range}};
+  if (v.command) j["command"] = *v.command;
+}
+
+void from_json(const json& j, CompletionOutcomeParams& v) {
+  const json& id = member(j, "id");
+  if (!id.is_number_unsigned()) throw InvalidParams{"'id' must be a completion id (a positive integer)"};
+  v.id = id.get<uint64_t>();
+  v.outcome = string_member(j, "outcome");
+  v.accepted_chars = 0;
+  if (auto chars = j.find("acceptedChars"); chars != j.end()) {
+    if (!chars->is_number_unsigned()) throw InvalidParams{"'acceptedChars' must be a non-negative integer"};
+    v.accepted_chars = chars->get<uint64_t>();
+  }
+  v.language_id.clear();
+  if (auto language = j.find("languageId"); language != j.end() && language->is_string())
+    v.language_id = language->get<std::string>();
+}
+void to_json(json& j, const CompletionOutcomeParams& v) {
+  j = {{"id", v.id}, {"outcome", v.outcome}, {"acceptedChars", v.accepted_chars}};
+  if (!v.language_id.empty()) j["languageId"] = v.language_id;
 }
 void to_json(json& j, const InlineCompletionList& v) {
   j = {{"items", v.items}};

@@ -93,9 +93,19 @@ struct InitializeParams {
   std::optional<std::string> trace;
 };
 
+// A command the editor runs when the user accepts an item (LSP's Command).
+struct Command {
+  std::string title;
+  std::string command;
+  nlohmann::json arguments = nlohmann::json::array();
+};
+
 struct InlineCompletionItem {
   std::string insert_text;
   Range range;
+  // Ghostline's items carry `ghostline.completionAccepted` with the completion's id, the id a
+  // plugin reports in ghostline/completionOutcome.
+  std::optional<Command> command = std::nullopt;
 };
 struct InlineCompletionList {
   std::vector<InlineCompletionItem> items;
@@ -129,6 +139,16 @@ struct CompletionUpdatedParams {
   Position position;
 };
 
+// ghostline/completionOutcome (client to server): what became of a completion the editor
+// showed. `outcome` is accepted, acceptedPartially, dismissed or typedOver; `acceptedChars` the
+// characters (code points) kept so far.
+struct CompletionOutcomeParams {
+  uint64_t id = 0;
+  std::string outcome;
+  uint64_t accepted_chars = 0;
+  std::string language_id;  // optional; the daemon knows the document's
+};
+
 struct DocumentTextResult {
   std::string uri;
   int64_t version = 0;
@@ -159,7 +179,10 @@ void from_json(const nlohmann::json& j, SetTraceParams& v);
 void from_json(const nlohmann::json& j, InitializeParams& v);
 inline void from_json(const nlohmann::json&, NoParams&) {}
 void from_json(const nlohmann::json& j, DidChangeConfigurationParams& v);
+void to_json(nlohmann::json& j, const Command& v);
 void to_json(nlohmann::json& j, const InlineCompletionItem& v);
+void from_json(const nlohmann::json& j, CompletionOutcomeParams& v);
+void to_json(nlohmann::json& j, const CompletionOutcomeParams& v);
 void to_json(nlohmann::json& j, const InlineCompletionList& v);
 void to_json(nlohmann::json& j, const TextEdit& v);
 void to_json(nlohmann::json& j, const CompletionItem& v);

@@ -5,6 +5,7 @@
 #include "lsp/auth_token.h"
 #include "lsp/recorder.h"
 #include "base/text.h"
+#include "base/utf8.h"
 
 namespace ghostline::lsp {
 
@@ -60,6 +61,8 @@ Session::notification_table() {
       {"textDocument/didChange", &Session::notification<DidChangeTextDocumentParams, &Session::on_did_change>},
       {"textDocument/didSave", &Session::notification<TextDocumentParams, &Session::on_did_save>},
       {"textDocument/didClose", &Session::notification<TextDocumentParams, &Session::on_did_close>},
+      {"ghostline/completionOutcome",
+       &Session::notification<CompletionOutcomeParams, &Session::on_completion_outcome>},
   };
   return table;
 }
@@ -561,12 +564,13 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
     return;
   }
   size_t cursor_offset = *cursor;
+  const auto received = std::chrono::steady_clock::now();
   pending_[key] = 0;
   auto job = scheduler_.submit(
       document_key(uri), std::move(request),
-      [this, id, key, style, snapshot, cursor_offset](Outcome outcome) {
+      [this, id, key, style, snapshot, cursor_offset, received](Outcome outcome) {
         pending_.erase(key);
-        reply_completion(id, style, outcome, snapshot, cursor_offset);
+        reply_completion(id, style, outcome, snapshot, cursor_offset, received);
       },
       std::chrono::milliseconds(settings_.debounce_ms),
       // Only inline completions grow: the notification asks the client to request again.
@@ -583,7 +587,8 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
 }
 
 void Session::reply_completion(const json& id, Style style, const Outcome& outcome,
-                               const std::shared_ptr<const TextDocument>& snapshot, size_t cursor) {
+                               const std::shared_ptr<const TextDocument>& snapshot, size_t cursor,
+                               std::chrono::steady_clock::time_point received) {
   if (exited_) return;
   if (outcome.kind == Outcome::Kind::Cancelled) {
     reply_error(id, ErrorCode::RequestCancelled, outcome.error);
@@ -604,7 +609,17 @@ void Session::reply_completion(const json& id, Style style, const Outcome& outco
   size_t begin = std::min(r.replace_begin, cursor), end = std::max(r.replace_end, cursor);
   Range range{snapshot->position_of(begin, encoding_), snapshot->position_of(end, encoding_)};
   if (style == Style::Inline) {
-    reply(id, InlineCompletionList{{{.insert_text = r.insert_text, .range = range}}});
+    // The id lets the editor's plugin report what became of this completion.
+    const uint64_t completion_id = options_.outcomes->issue(
+        {.language = snapshot->language_id(),
+         .model = completer_.model_name(),
+         .chars = utf8_code_points(r.insert_text),
+         .latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - received).count()});
+    reply(id, InlineCompletionList{{{.insert_text = r.insert_text,
+                                     .range = range,
+                                     .command = Command{.title = "Ghostline: completion accepted",
+                                                        .command = "ghostline.completionAccepted",
+                                                        .arguments = json::array({completion_id})}}}});
     return;
   }
   // Plain completion: clients filter items by the word before the cursor, so the edit covers
@@ -629,6 +644,17 @@ void Session::on_cancel_request(const CancelParams& params) {
   scheduler_.cancel(it->second, Scheduler::CancelReason::Client);
 }
 
+void Session::on_completion_outcome(const CompletionOutcomeParams& params) {
+  const auto fate = parse_completion_fate(params.outcome);
+  if (!fate) {
+    log_to_client(2, "ghostline/completionOutcome: unknown outcome '" + params.outcome +
+                         "' (accepted, acceptedPartially, dismissed or typedOver); ignored");
+    return;
+  }
+  if (!options_.outcomes->report(params.id, *fate, params.accepted_chars))
+    spdlog::debug("session {}: outcome for completion {}, which is unknown or forgotten", id_, params.id);
+}
+
 void Session::on_stats(const json& id, const NoParams&) {
   auto c = scheduler_.counters();
   json recent = json::array();
@@ -636,6 +662,8 @@ void Session::on_stats(const json& id, const NoParams&) {
   auto counters = json::parse(completer_.counters_json(), nullptr, false);
   reply(id, {{"completer", completer_.describe()},
              {"completerCounters", counters.is_object() ? counters : json::object()},
+             {"model", completer_.model_name()},
+             {"outcomes", options_.outcomes->to_json()},
              {"recent", std::move(recent)},
              {"scheduler",
               {{"submitted", c.submitted},

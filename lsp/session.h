@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lsp/completer.h"
+#include "lsp/completion_outcomes.h"
 #include "lsp/document_store.h"
 #include "lsp/json_rpc.h"
 #include "lsp/protocol.h"
@@ -61,6 +62,9 @@ struct ServerOptions {
   // Socket sessions: replies the client has not read, beyond which it is disconnected.
   size_t max_unread_reply_bytes = 64u << 20;
   SessionSettings defaults;
+  // What the editors report of the completions they showed. Copies of these options share it,
+  // so every session of one server counts into one table.
+  std::shared_ptr<CompletionOutcomes> outcomes = std::make_shared<CompletionOutcomes>();
 };
 
 class Session {
@@ -123,11 +127,13 @@ class Session {
   void on_did_change(const DidChangeTextDocumentParams& params);
   void on_did_save(const TextDocumentParams& params);
   void on_did_close(const TextDocumentParams& params);
+  void on_completion_outcome(const CompletionOutcomeParams& params);
 
   enum class Style { Inline, Completion };
   void submit_completion(const nlohmann::json& id, const InlineCompletionParams& params, Style style);
   void reply_completion(const nlohmann::json& id, Style style, const Outcome& outcome,
-                        const std::shared_ptr<const TextDocument>& snapshot, size_t cursor);
+                        const std::shared_ptr<const TextDocument>& snapshot, size_t cursor,
+                        std::chrono::steady_clock::time_point received);
 
   void reply(const nlohmann::json& id, nlohmann::json result);
   void reply_error(const nlohmann::json& id, ErrorCode code, std::string_view message);

@@ -15,6 +15,7 @@ int complete_main(std::span<char* const> args);
 int tokenize_main(std::span<char* const> args);
 int replay_main(std::span<char* const> args);
 int pull_main(std::span<char* const> args);
+int stats_main(std::span<char* const> args);
 
 std::span<const Command> commands() {
   static constexpr std::array kCommands = {
@@ -23,6 +24,8 @@ std::span<const Command> commands() {
       Command{"complete", "print the completion the daemon would show at FILE:LINE:COL", complete_main},
       Command{"pull", "download a GGUF model from the Hugging Face hub into the model folder",
               pull_main},
+      Command{"stats", "what became of the completions the editors showed, per language and model",
+              stats_main},
       Command{"model-info", "what a GGUF model file holds and whether it can be served",
               model_info_main},
       Command{"logits", "the model's top logits after each token of a sequence (JSON)",

@@ -107,6 +107,8 @@ class EngineCompleter : public SyntaxAwareCompleter {
     return d;
   }
 
+  std::string model_name() const override { return std::filesystem::path(path_).filename().string(); }
+
   lsp::CompletionResult complete(const lsp::CompletionRequest& request,
                                  const lsp::CancelToken& cancel) override {
     return complete_answering_early(request, cancel, nullptr);

@@ -21,6 +21,7 @@ class MemoCompleter : public lsp::Completer {
   lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel,
                                                  const AnswerNow& answer_now) override;
   std::string describe() const override { return inner_->describe(); }
+  std::string model_name() const override { return inner_->model_name(); }
   bool ready() const override { return inner_->ready(); }
   std::optional<lsp::CompletionResult> recall(const lsp::CompletionRequest& request) override;
   std::optional<lsp::CompletionRequest> follow_up(const lsp::CompletionRequest& request,

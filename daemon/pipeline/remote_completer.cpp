@@ -110,6 +110,12 @@ std::string RemoteCompleter::describe() const {
   return d;
 }
 
+// The model the server was asked for, else the server: what the acceptance counts are kept by.
+std::string RemoteCompleter::model_name() const {
+  if (!options_.remote.model.empty()) return options_.remote.model;
+  return "remote " + http_->url().origin();
+}
+
 std::string RemoteCompleter::counters_json() const {
   std::lock_guard lock(counters_mutex_);
   return counters_.dump();

@@ -40,6 +40,7 @@ class RemoteCompleter : public SyntaxAwareCompleter {
   lsp::CompletionResult complete(const lsp::CompletionRequest& request,
                                  const lsp::CancelToken& cancel) override;
   std::string describe() const override;
+  std::string model_name() const override;
   std::string counters_json() const override;
 
  private:

@@ -19,6 +19,7 @@ class ScriptedCompleter : public lsp::Completer {
   lsp::CompletionResult complete(const lsp::CompletionRequest& request,
                                  const lsp::CancelToken& cancel) override;
   std::string describe() const override;
+  std::string model_name() const override { return "scripted"; }
 
   // Steps taken in total, including steps of requests that were then cancelled.
   uint64_t steps_taken() const { return steps_taken_.load(); }
