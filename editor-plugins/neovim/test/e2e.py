@@ -183,6 +183,19 @@ def lua_list(items):
     return "{" + ", ".join(lua_str(i) for i in items) + "}"
 
 
+def daemon_outcomes(binary, sock, artifacts, name):
+    """The daemon's acceptance counts through `ghostline stats`: its table is printed and kept in
+    the artifacts; returns the "outcomes" rows of its --json answer, by language."""
+    table = subprocess.run([binary, "stats", "unix:" + sock], capture_output=True, text=True, timeout=30)
+    with open(os.path.join(artifacts, "nvim-%s-stats.txt" % name), "w") as f:
+        f.write(table.stdout + table.stderr)
+    print("ghostline stats (%s session):\n%s" % (name, table.stdout), flush=True)
+    r = subprocess.run([binary, "stats", "unix:" + sock, "--json"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        return {}
+    return {row["language"]: row for row in json.loads(r.stdout).get("outcomes", [])}
+
+
 class Session:
     def __init__(self, name, tmp, binary, daemon_args, initial, filename, extra_env=None):
         self.name = name
@@ -299,6 +312,12 @@ def session_model(tmp, binary, artifacts, grows):
             saved = open(s.file).read()
         check("Tab accepts: the buffer holds the typed text, the ghost text and what was typed after", saved == expected,
               "%r (expected %r)" % (saved[len(INITIAL_1):], expected[len(INITIAL_1):]))
+        rows = daemon_outcomes(binary, s.sock, artifacts, "model")
+        py = rows.get("python", {})
+        check("ghostline stats: the completion accepted with Tab is counted, with its characters",
+              py.get("accepted") == 1 and py.get("acceptedChars", 0) >= len(ghost)
+              and py.get("shown") == py.get("accepted", 0) + py.get("acceptedPartially", 0) + py.get("dismissed", 0)
+              + py.get("typedOver", 0) and py.get("acceptedLatencyMs") is not None, json.dumps(py))
 
         if not grows:
             print("skipped: daemon does not send completionUpdated (growing ghost text)", flush=True)
@@ -375,6 +394,14 @@ def session_scripted(tmp, binary, artifacts):
         expected = INITIAL_2 + "    x = foo" + ghost + " + bar\n"
         saved = wait_for("save", lambda: (open(s.file).read() != INITIAL_2) and open(s.file).read(), 10)
         check("the buffer holds the accepted word and line", saved == expected, repr(saved))
+        rows = daemon_outcomes(binary, s.sock, artifacts, "scripted")
+        py = rows.get("python", {})
+        # M-w then M-l accepted one completion, word by word to its end: once, as accepted; C-]
+        # dismissed the one after ' + bar'; those shown while typing ' + bar' were typed over.
+        check("ghostline stats: accepted (in parts, to the end) and dismissed counted once each",
+              py.get("model") == "scripted" and py.get("accepted") == 1 and py.get("acceptedPartially") == 0
+              and py.get("dismissed") == 1 and py.get("acceptedChars") == len(ghost)
+              and py.get("shown") == 2 + py.get("typedOver", 0), json.dumps(py))
         rec = read_recording(s.record)
         methods = [r["message"].get("method") for r in rec]
         cancels = methods.count("$/cancelRequest")

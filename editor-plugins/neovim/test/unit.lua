@@ -32,13 +32,49 @@ test('server_cmd: address, model, draft, threads and daemon args after --', func
 end)
 
 test('client_settings and socket_path', function()
-  eq(L.client_settings({ enabled = false, max_tokens = 8 }), { enabled = false, debounceMs = 10, maxTokens = 8, deadlineMs = 0 })
+  eq(L.client_settings({ enabled = false, max_tokens = 8 }),
+    { enabled = false, debounceMs = 10, maxTokens = 8, deadlineMs = 0, completion = 'auto', languages = vim.empty_dict() })
+  local s = L.client_settings({ completion = 'line', languages = { markdown = false } })
+  eq(s.completion, 'line')
+  eq(s.languages, { markdown = false })
+  -- An empty map goes out as a JSON object, which the daemon requires.
+  eq(vim.fn.json_encode(L.client_settings({}).languages), '{}')
   eq(L.socket_path({}, '/run/user/5', 5), '/run/user/5/ghostline.sock')
   eq(L.socket_path({}, '/run/user/5/', 5), '/run/user/5/ghostline.sock')
   eq(L.socket_path({}, nil, 5), '/tmp/ghostline-5/ghostline.sock')
   eq(L.socket_path({}, '', 5), '/tmp/ghostline-5/ghostline.sock')
   eq(L.socket_path({ address = 'unix:/x.sock' }), '/x.sock')
   eq(L.socket_path({ address = 'tcp:9000' }), nil)
+end)
+
+test('languages switch filetypes on and off', function()
+  local opts = { filetypes = { 'python', 'lua' }, languages = { lua = false, markdown = true } }
+  eq(L.language_enabled(opts, 'python'), true)
+  eq(L.language_enabled(opts, 'lua'), false)
+  eq(L.language_enabled(opts, 'markdown'), true)
+  eq(L.language_enabled(opts, 'rust'), false, 'not in filetypes')
+  eq(L.attach_filetypes(opts), { 'markdown', 'python' })
+  eq(L.language_enabled({}, 'rust'), true, 'the default filetypes')
+end)
+
+test('binary_missing_message names the path tried, the option and the install step', function()
+  local m = L.binary_missing_message('ghostline')
+  assert(m:find("'ghostline' is not on PATH", 1, true), m)
+  assert(m:find("setup({ cmd = '/full/path/to/ghostline' })", 1, true), m)
+  assert(m:find('scripts/setup --install', 1, true), m)
+  assert(m:find('~/.local/bin', 1, true), m)
+  m = L.binary_missing_message('/opt/g/bin/ghostline')
+  assert(m:find('/opt/g/bin/ghostline does not exist or is not executable', 1, true), m)
+end)
+
+test('completion_id and outcome_params', function()
+  local item = { insertText = 'x', command = { title = 't', command = 'ghostline.completionAccepted', arguments = { 42 } } }
+  eq(L.completion_id(item), 42)
+  eq(L.completion_id({ insertText = 'x' }), nil)
+  eq(L.completion_id({ insertText = 'x', command = { command = 'other', arguments = { 1 } } }), nil)
+  eq(L.ghost_from_item(item, 0, '', 0).id, 42)
+  eq(L.outcome_params(42, 'acceptedPartially', 3, 'python'),
+    { id = 42, outcome = 'acceptedPartially', acceptedChars = 3, languageId = 'python' })
 end)
 
 test('utf16_col and byte_col', function()
@@ -195,6 +231,57 @@ test('accept replaces an item range that started before the cursor', function()
   eq(gl.accept('all'), true)
   eq(vim.api.nvim_buf_get_lines(b, 0, -1, false), { 'f(ab, c)' })
   eq(vim.api.nvim_win_get_cursor(0), { 1, 7 })
+end)
+
+-- The reports of what became of each shown completion, sent to a stand-in client.
+test('accept, accept in part and dismiss report ghostline/completionOutcome', function()
+  local gl = require('ghostline')
+  local function upvalue(fn, wanted)
+    for i = 1, 80 do
+      local name, value = debug.getupvalue(fn, i)
+      if not name then return nil end
+      if name == wanted then return value, i end
+    end
+  end
+  local show = upvalue(gl.request, 'show')
+  local get_client = upvalue(gl.request, 'get_client')
+  local _, id_index = upvalue(get_client, 'client_id')
+  local sent = {}
+  local fake = { id = 1, notify = function(method, params) table.insert(sent, { method, params }) end,
+                 cancel_request = function() end }
+  fake.request = function() return false end
+  fake.request_sync = function() return nil end
+  local real_get = vim.lsp.get_client_by_id
+  vim.lsp.get_client_by_id = function() return fake end
+  debug.setupvalue(get_client, id_index, 1)
+  local ok, e = pcall(function()
+    local b = vim.api.nvim_create_buf(true, false)
+    vim.api.nvim_set_current_buf(b)
+    vim.bo[b].filetype = 'python'
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, { 'x = ' })
+    vim.api.nvim_win_set_cursor(0, { 1, 4 })
+    local function plant(id, text)
+      local cur = vim.api.nvim_win_get_cursor(0)
+      show({ bufnr = b, row = cur[1] - 1, col = cur[2], text = text, insert = text, start_col = cur[2], end_col = cur[2],
+             id = id, accepted = 0, language = 'python' })
+    end
+    plant(7, 'foo(bar) + 1')
+    gl.accept('word')
+    gl.accept('word')
+    gl.accept('all')
+    plant(8, 'baz')
+    gl.dismiss()
+    eq(sent, {
+      { 'ghostline/completionOutcome', { id = 7, outcome = 'acceptedPartially', acceptedChars = 3, languageId = 'python' } },
+      { 'ghostline/completionOutcome', { id = 7, outcome = 'acceptedPartially', acceptedChars = 4, languageId = 'python' } },
+      { 'ghostline/completionOutcome', { id = 7, outcome = 'accepted', acceptedChars = 0, languageId = 'python' } },
+      { 'ghostline/completionOutcome', { id = 8, outcome = 'dismissed', acceptedChars = 0, languageId = 'python' } },
+    })
+    eq(gl.stats().client.outcomesReported, { acceptedPartially = 2, accepted = 1, dismissed = 1 })
+  end)
+  vim.lsp.get_client_by_id = real_get
+  debug.setupvalue(get_client, id_index, nil)
+  if not ok then error(e, 0) end
 end)
 
 io.stdout:write(('%d tests, %d failed\n'):format(count, failures))

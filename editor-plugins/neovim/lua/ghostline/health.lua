@@ -16,8 +16,7 @@ function M.check()
     or ' (overlay virtual text; inline needs 0.10)'))
   local exe = vim.fn.exepath(cfg.cmd)
   if exe == '' then
-    err(('binary %q not found or not executable'):format(cfg.cmd),
-      { 'Put ghostline on PATH or pass its path: require("ghostline").setup{ cmd = "/path/to/ghostline" }' })
+    err(require('ghostline.logic').binary_missing_message(cfg.cmd))
     return
   end
   ok('binary: ' .. exe)

@@ -24,6 +24,8 @@ local defaults = {
   daemon_debounce_ms = nil, -- the daemon's debounceMs for this session (nil: its default)
   max_tokens = 0, -- 0: the daemon's default
   deadline_ms = 0, -- 0: the daemon's default
+  completion = 'auto', -- 'auto' (the syntax decides), 'line' (one line at most), 'block' (several)
+  languages = {}, -- filetype -> true/false: switch a filetype on (beyond `filetypes`) or off
   keymaps = { accept = '<Tab>', accept_word = '<M-w>', accept_line = '<M-l>', dismiss = '<C-]>' },
   hl_group = 'GhostlineSuggestion',
 }
@@ -40,12 +42,15 @@ M.state = {
   requests = 0,
   cancels = 0,
   rerequests = 0,
+  outcomes = {}, -- ghostline/completionOutcome reports sent, by outcome
   grows = false, -- the daemon sends ghostline/completionUpdated
 }
 
 local client_id = nil
 local pending = nil -- { id, bufnr }
-local ghost = nil -- { bufnr, row, col, text, insert, start_col, end_col, tick }
+-- The ghost text shown: where, its text, and of the completion it comes from, the daemon's id,
+-- the characters accepted so far and the filetype, for ghostline/completionOutcome.
+local ghost = nil -- { bufnr, row, col, text, insert, start_col, end_col, tick, id, accepted, language }
 local timer = nil
 local root_dir = nil
 local last_sent = nil -- { bufnr, version, row, col } of the last automatic request
@@ -79,7 +84,17 @@ end
 
 -- ---- ghost text ----
 
-local function clear()
+-- Tells the daemon what became of the completion `g` shows (nothing for other servers' items).
+local function report(g, outcome, chars)
+  local client = get_client()
+  if not g or not g.id or not client then return end
+  M.state.outcomes[outcome] = (M.state.outcomes[outcome] or 0) + 1
+  call(client, 'notify', 'ghostline/completionOutcome', logic.outcome_params(g.id, outcome, chars, g.language))
+end
+
+-- Removes the ghost text; `outcome` (dismissed, typedOver) is reported for its completion.
+local function clear(outcome)
+  if outcome and ghost then report(ghost, outcome, ghost.accepted) end
   if ghost and api.nvim_buf_is_valid(ghost.bufnr) then api.nvim_buf_clear_namespace(ghost.bufnr, ns, 0, -1) end
   ghost = nil
 end
@@ -178,11 +193,17 @@ function M.request(trigger_kind)
     local items = logic.items_of(result)
     local g = items[1] and logic.ghost_from_item(items[1], row, line, col)
     if not g then
-      clear()
+      clear('typedOver') -- the rest of a completion typed through, if one was shown
       return
     end
+    -- The rest of the completion shown (typed through or accepted in part), answered again:
+    -- still the same completion.
+    if ghost and ghost.bufnr == bufnr and ghost.row == row and ghost.col == col and ghost.text == g.text then return end
+    -- A new completion replaces one whose start was typed through.
+    if ghost and ghost.id ~= g.id then clear('typedOver') end
     M.state.shown = M.state.shown + 1
     g.bufnr, g.row, g.col = bufnr, row, col
+    g.accepted, g.language = 0, vim.bo[bufnr].filetype
     show(g)
     pcall(vim.cmd, 'redrawstatus')
   end, bufnr)
@@ -214,9 +235,10 @@ local function on_text_changed()
       rest = logic.typed_through(ghost.text, line:sub(ghost.col + 1, col))
     end
     if rest then
-      show({ bufnr = bufnr, row = row, col = col, text = rest, insert = rest, start_col = col, end_col = col })
+      show({ bufnr = bufnr, row = row, col = col, text = rest, insert = rest, start_col = col, end_col = col,
+             id = ghost.id, accepted = ghost.accepted, language = ghost.language })
     else
-      clear()
+      clear('typedOver')
     end
   end
   schedule_request()
@@ -227,7 +249,7 @@ local function on_cursor_moved()
   -- An edit moves the cursor too; TextChangedI (after this event) handles those.
   if api.nvim_buf_get_changedtick(ghost.bufnr) ~= ghost.tick then return end
   if not M.visible() then
-    clear()
+    clear('dismissed')
     cancel_pending()
   end
 end
@@ -250,6 +272,7 @@ function M.accept(kind)
   if kind == 'word' then part = logic.next_word(g.text) elseif kind == 'line' then part = logic.next_line(g.text) end
   cancel_pending()
   if part == g.text then
+    report(g, 'accepted', 0)
     -- The whole item: replace its range with its text; the cursor goes after the ghost text.
     local line = api.nvim_buf_get_lines(g.bufnr, g.row, g.row + 1, false)[1] or ''
     local typed = line:sub(g.start_col + 1, g.col)
@@ -263,15 +286,17 @@ function M.accept(kind)
     set_cursor_after(g.row, g.col, lines)
     local cur = api.nvim_win_get_cursor(0)
     local rest = g.text:sub(#part + 1)
+    local accepted = (g.accepted or 0) + vim.fn.strchars(part)
+    report(g, 'acceptedPartially', accepted)
     show({ bufnr = g.bufnr, row = cur[1] - 1, col = cur[2], text = rest, insert = rest, start_col = cur[2],
-           end_col = cur[2] })
+           end_col = cur[2], id = g.id, accepted = accepted, language = g.language })
   end
   return true
 end
 
 function M.dismiss()
   if not ghost then return false end
-  clear()
+  clear('dismissed')
   cancel_pending()
   return true
 end
@@ -339,23 +364,29 @@ local function client_config()
 end
 
 local function filetype_enabled(ft)
-  return vim.tbl_contains(M.config.filetypes, ft)
+  return logic.language_enabled(M.config, ft)
+end
+
+-- The binary can be run; otherwise the status and a message say what to do.
+local function binary_found()
+  if vim.fn.executable(M.config.cmd) == 1 then return true end
+  local message = logic.binary_missing_message(M.config.cmd)
+  if M.state.detail ~= message then vim.notify(message, vim.log.levels.ERROR) end
+  set_status('error', message)
+  return false
 end
 
 function M.attach(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
   if not api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].buftype ~= '' then return end
   if not filetype_enabled(vim.bo[bufnr].filetype) then return end
+  if not get_client() and not binary_found() then return end
   if vim.lsp.start then
     if M.state.status == 'stopped' or M.state.status == 'error' then set_status('starting') end
     client_id = vim.lsp.start(client_config(), { bufnr = bufnr })
     return
   end
   if not get_client() then
-    if vim.fn.executable(M.config.cmd) ~= 1 then
-      set_status('error', M.config.cmd .. ' is not executable (setting cmd)')
-      return
-    end
     set_status('starting')
     client_id = vim.lsp.start_client(client_config())
     if not client_id then
@@ -369,10 +400,7 @@ end
 -- Starts the client without a buffer (for :checkhealth); buffers attach to it later.
 function M.ensure_started()
   if get_client() then return client_id end
-  if vim.fn.executable(M.config.cmd) ~= 1 then
-    set_status('error', M.config.cmd .. ' is not executable (setting cmd)')
-    return nil
-  end
+  if not binary_found() then return nil end
   local start = vim.lsp.start_client
   if not start then return nil end
   set_status('starting')
@@ -443,6 +471,7 @@ function M.stats()
       p90LatencyMs = percentile(90),
       growingGhostText = M.state.grows,
       reRequestsOnCompletionUpdated = M.state.rerequests,
+      outcomesReported = M.state.outcomes,
       serverCommand = table.concat(logic.server_cmd(M.config), ' '),
       daemonLog = M.socket_path() and (M.socket_path() .. '.log') or nil,
       lspLog = vim.lsp.get_log_path(),
@@ -479,13 +508,14 @@ function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   if opts and opts.filetypes then M.config.filetypes = opts.filetypes end
   if opts and opts.daemon_args then M.config.daemon_args = opts.daemon_args end
+  if opts and opts.languages then M.config.languages = opts.languages end
   root_dir = uv.cwd()
   api.nvim_set_hl(0, 'GhostlineSuggestion', { link = 'Comment', default = true })
 
   local group = api.nvim_create_augroup('ghostline', { clear = true })
   api.nvim_create_autocmd('FileType', {
     group = group,
-    pattern = M.config.filetypes,
+    pattern = logic.attach_filetypes(M.config),
     callback = function(a) M.attach(a.buf) end,
   })
   api.nvim_create_autocmd({ 'TextChangedI', 'TextChangedP' }, {
@@ -499,7 +529,7 @@ function M.setup(opts)
   api.nvim_create_autocmd({ 'InsertLeave', 'BufLeave' }, {
     group = group,
     callback = function()
-      clear()
+      clear('dismissed')
       cancel_pending()
     end,
   })

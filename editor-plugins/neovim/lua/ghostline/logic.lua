@@ -29,13 +29,70 @@ function M.server_cmd(opts)
 end
 
 -- The per-session settings the daemon accepts (initializationOptions, didChangeConfiguration).
+-- `completion` is 'auto', 'line' or 'block'; `languages` maps a filetype (the languageId the
+-- client sends) to true/false, sent as an object even when empty.
 function M.client_settings(opts)
+  local languages = vim.empty_dict()
+  for ft, on in pairs(opts.languages or {}) do languages[ft] = on end
   return {
     enabled = opts.enabled ~= false,
     debounceMs = opts.debounce_ms or 10,
     maxTokens = opts.max_tokens or 0,
     deadlineMs = opts.deadline_ms or 0,
+    completion = opts.completion or 'auto',
+    languages = languages,
   }
+end
+
+-- Whether buffers of filetype `ft` get completions: listed in `filetypes` or switched on in
+-- `languages`, and not switched off there.
+function M.language_enabled(opts, ft)
+  local languages = opts.languages or {}
+  if languages[ft] ~= nil then return languages[ft] == true end
+  return vim.tbl_contains(opts.filetypes or M.default_filetypes, ft)
+end
+
+-- The filetypes whose buffers the plugin attaches to.
+function M.attach_filetypes(opts)
+  local out = {}
+  for _, ft in ipairs(opts.filetypes or M.default_filetypes) do
+    if M.language_enabled(opts, ft) then table.insert(out, ft) end
+  end
+  for ft, on in pairs(opts.languages or {}) do
+    if on == true and not vim.tbl_contains(out, ft) then table.insert(out, ft) end
+  end
+  table.sort(out)
+  return out
+end
+
+-- What to tell the user when the binary cannot be started: the path tried, the option that
+-- names it, and how to install it.
+function M.binary_missing_message(cmd)
+  local tried
+  if cmd:find('/', 1, true) then
+    tried = cmd .. ' does not exist or is not executable'
+  else
+    tried = "'" .. cmd .. "' is not on PATH"
+  end
+  return 'ghostline: cannot start the daemon: ' .. tried .. ". Set the binary with require('ghostline')"
+    .. ".setup({ cmd = '/full/path/to/ghostline' }), or install it from a Ghostline checkout with"
+    .. ' `scripts/setup --install` (into ~/.local/bin, which must be on PATH).'
+end
+
+-- The id of a Ghostline inline-completion item (in its ghostline.completionAccepted command),
+-- which the plugin reports the completion's fate by; nil for other servers' items.
+function M.completion_id(item)
+  local c = type(item) == 'table' and item.command or nil
+  if type(c) ~= 'table' or c.command ~= 'ghostline.completionAccepted' then return nil end
+  local id = type(c.arguments) == 'table' and c.arguments[1] or nil
+  return type(id) == 'number' and id or nil
+end
+
+-- The params of ghostline/completionOutcome; `chars` the characters kept so far.
+function M.outcome_params(id, outcome, chars, language)
+  local p = { id = id, outcome = outcome, acceptedChars = chars or 0 }
+  if language and language ~= '' then p.languageId = language end
+  return p
 end
 
 -- The socket `ghostline connect` uses, nil for TCP. Its default is in the user's private
@@ -131,7 +188,7 @@ function M.ghost_from_item(item, row, line, col)
     if after ~= '' and text:sub(-#after) == after then text = text:sub(1, #text - #after) end
   end
   if text == '' then return nil end
-  return { text = text, insert = item_text(item), start_col = start_col, end_col = end_col }
+  return { text = text, insert = item_text(item), start_col = start_col, end_col = end_col, id = M.completion_id(item) }
 end
 
 -- The items of an inline-completion result (a list or { items = [...] }).
