@@ -149,6 +149,17 @@ const BASE_SETTINGS = {
   "window.zoomLevel": 1,
 };
 
+// The daemon's acceptance counts through `ghostline stats`: the table is printed and kept in the
+// artifacts; returns the "outcomes" rows of its --json answer, by language.
+function daemonOutcomes(sock, name) {
+  const table = spawnSync(BINARY, ["stats", "unix:" + sock], { encoding: "utf8", timeout: 30000 });
+  fs.writeFileSync(path.join(ARTIFACTS, `vscode-${name}-stats.txt`), (table.stdout || "") + (table.stderr || ""));
+  console.log(`ghostline stats (${name} session):\n${table.stdout}`);
+  const r = spawnSync(BINARY, ["stats", "unix:" + sock, "--json"], { encoding: "utf8", timeout: 30000 });
+  if (r.status !== 0) return {};
+  return Object.fromEntries((JSON.parse(r.stdout).outcomes || []).map((row) => [row.language, row]));
+}
+
 // One code-server with the extension installed, a project folder holding `fileName`, chromium
 // on it, the file opened from the Explorer and the Ghostline status item ready; then `body`.
 async function withEditor(name, { root, extensions, fileName, initial, settings, env }, body) {
@@ -314,6 +325,38 @@ async function main() {
         if (requests > 0 && changes >= TYPED.length)
           pass("the daemon's recording holds the editor's traffic", `${changes} didChange, ${requests} inlineCompletion, ${cancels} $/cancelRequest`);
         else fail("the daemon's recording holds the editor's traffic", `${changes} didChange, ${requests} inlineCompletion`);
+
+        // Another completion, dismissed with Escape (the extension's keybinding reports it).
+        let before = daemonOutcomes(sock, "model-accepted").python || {};
+        const sum = (r) => (r.accepted || 0) + (r.acceptedPartially || 0) + (r.dismissed || 0) + (r.typedOver || 0);
+        if (before.accepted === 1 && before.acceptedChars >= [...shown].length && before.shown === sum(before) &&
+            before.acceptedLatencyMs)
+          pass("ghostline stats: the completion accepted with Tab is counted, with its characters", JSON.stringify(before));
+        else fail("ghostline stats: the completion accepted with Tab is counted", JSON.stringify(before));
+        await page.keyboard.press("Enter");
+        await page.keyboard.type(TYPED, { delay: 90 });
+        let again = await waitFor("ghost text to dismiss", () => ghostText(page), 8000, 50).catch(() => null);
+        for (const ch of FALLBACK) {
+          if (again) break;
+          await page.keyboard.type(ch);
+          again = await waitFor("ghost text to dismiss", () => ghostText(page), 4000, 50).catch(() => null);
+        }
+        if (!again) {
+          fail("a second ghost text to dismiss", "none appeared");
+        } else {
+          before = daemonOutcomes(sock, "model-before-dismiss").python || {};
+          await page.keyboard.press("Escape");
+          const gone = await waitFor("the ghost text to go", async () => ((await ghostText(page)) ? null : true), 3000, 50)
+            .catch(() => false);
+          const after = await waitFor("the dismissal to be counted", () => {
+            const row = daemonOutcomes(sock, "model").python || {};
+            return (row.dismissed || 0) > (before.dismissed || 0) ? row : null;
+          }, 5000, 250).catch(() => daemonOutcomes(sock, "model").python || {});
+          if (gone && (after.dismissed || 0) === (before.dismissed || 0) + 1 && after.accepted === 1 &&
+              after.shown === sum(after))
+            pass("Escape dismisses: ghostline stats counts one more dismissed completion", JSON.stringify(after));
+          else fail("Escape dismisses and is counted", `gone ${gone}; before ${JSON.stringify(before)}, after ${JSON.stringify(after)}`);
+        }
       });
     fs.copyFileSync(record, path.join(ARTIFACTS, "vscode-record.jsonl"));
     for (const pid of logic.daemonPids(sock)) process.kill(pid, "SIGTERM");

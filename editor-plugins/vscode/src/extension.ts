@@ -16,15 +16,21 @@ import {
 
 import {
   LatencyTracker,
+  OutcomeTracker,
   State,
   Settings,
   advertisesCompletionUpdated,
+  binaryNotFoundMessage,
   classifyLogMessage,
   clientSettings,
+  completionIdOf,
   daemonLogPath,
   daemonPids,
   documentSelector,
+  enabledLanguages,
+  findBinary,
   formatMs,
+  isSpawnNotFound,
   formatStatus,
   needsClientRestart,
   needsDaemonRestart,
@@ -45,6 +51,14 @@ let stateDetail: string | undefined;
 let latency = new LatencyTracker();
 let growsGhostText = false;
 let rerequests = 0;
+const outcomesSent: Record<string, number> = {};
+// What became of each completion shown, reported to the daemon (ghostline/completionOutcome).
+const outcomes = new OutcomeTracker((report) => {
+  outcomesSent[report.outcome] = (outcomesSent[report.outcome] ?? 0) + 1;
+  log.trace(`completion ${report.id}: ${report.outcome} (${report.acceptedChars} characters)`);
+  if (client && client.state === ClientState.Running)
+    void client.sendNotification("ghostline/completionOutcome", report);
+});
 
 function currentSettings(): Settings {
   const c = vscode.workspace.getConfiguration(SECTION);
@@ -70,7 +84,7 @@ function renderStatus(): void {
     lastLatencyMs: latency.last,
     completions: latency.shown,
     language,
-    languageEnabled: language === undefined ? undefined : settings.languages.includes(language),
+    languageEnabled: language === undefined ? undefined : enabledLanguages(settings).includes(language),
   });
   statusItem.text = text;
   statusItem.tooltip = tooltip;
@@ -85,7 +99,7 @@ function makeClient(): LanguageClient {
   // No `transport`: vscode-languageclient would append --stdio, which `connect` does not take.
   const serverOptions: ServerOptions = { command, args, options: { env: process.env } };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: documentSelector(settings.languages),
+    documentSelector: documentSelector(enabledLanguages(settings)),
     outputChannel: log,
     initializationOptions: clientSettings(settings),
     middleware: {
@@ -96,6 +110,21 @@ function makeClient(): LanguageClient {
         if (!token.isCancellationRequested) {
           const items = Array.isArray(result) ? result : result?.items ?? [];
           latency.record(performance.now() - start, items.length);
+          // VS Code shows the first item.
+          const first = items[0];
+          const id = first && completionIdOf(first.command);
+          if (first && id !== undefined) {
+            const text = typeof first.insertText === "string" ? first.insertText : first.insertText.value;
+            const from = first.range?.start ?? position;
+            // The part of the text after the cursor is what shows as ghost text.
+            const before = from.isBefore(position) ? document.getText(new vscode.Range(from, position)) : "";
+            outcomes.shown({
+              id,
+              text: text.startsWith(before) ? text.slice(before.length) : text,
+              uri: document.uri.toString(),
+              languageId: document.languageId,
+            });
+          }
           log.trace(
             `inline completion at ${position.line}:${position.character} v${document.version}: ` +
               `${items.length} item(s) in ${formatMs(latency.last ?? 0)}`,
@@ -118,12 +147,21 @@ function makeClient(): LanguageClient {
 async function startClient(): Promise<void> {
   settings = currentSettings();
   latency = new LatencyTracker();
+  const { command } = serverCommand(settings);
+  if (!findBinary(command, process.env)) {
+    binaryMissing(command);
+    return;
+  }
   const c = makeClient();
   client = c;
   setState("starting");
   try {
     await c.start();
   } catch (e) {
+    if (isSpawnNotFound(e)) {
+      binaryMissing(command);
+      return;
+    }
     const logFile = daemonLogPath(settings);
     setState("error", `${errorText(e)}${logFile ? ` (daemon log: ${logFile})` : ""}`);
     log.error(`could not start: ${errorText(e)}`);
@@ -152,6 +190,32 @@ async function startClient(): Promise<void> {
   } catch (e) {
     log.warn(`ghostline/stats failed: ${errorText(e)}`);
   }
+}
+
+// The binary is not there: say what was tried and what to do, with a way to the setting.
+function binaryMissing(command: string): void {
+  const message = binaryNotFoundMessage(command, process.env);
+  setState("error", message);
+  log.error(message);
+  void vscode.window.showErrorMessage(message, "Open Settings").then((pick) => {
+    if (pick) void vscode.commands.executeCommand("workbench.action.openSettings", "ghostline.binaryPath");
+  });
+}
+
+// Accepts a word or a line of the ghost text through VS Code's own command, telling the outcome
+// tracker that the edit it makes is an acceptance, not typing.
+async function acceptPart(builtin: string): Promise<void> {
+  outcomes.beginPartialAccept();
+  try {
+    await vscode.commands.executeCommand(builtin);
+  } finally {
+    outcomes.endPartialAccept();
+  }
+}
+
+async function dismiss(): Promise<void> {
+  outcomes.dismissed();
+  await vscode.commands.executeCommand("editor.action.inlineSuggest.hide");
 }
 
 function onCompletionUpdated(c: LanguageClient, p: unknown): void {
@@ -231,6 +295,7 @@ async function showStats(): Promise<void> {
       p90LatencyMs: p90,
       growingGhostText: growsGhostText,
       reRequestsOnCompletionUpdated: rerequests,
+      outcomesReported: outcomesSent,
       serverCommand: serverCommand(settings),
       daemonLog: daemonLogPath(settings),
     },
@@ -314,6 +379,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("ghostline.openDaemonLog", openDaemonLog),
     vscode.commands.registerCommand("ghostline.showStats", showStats),
     vscode.commands.registerCommand("ghostline.menu", quickMenu),
+    vscode.commands.registerCommand("ghostline.completionAccepted", (id: unknown) => {
+      if (typeof id === "number") outcomes.accepted(id);
+    }),
+    vscode.commands.registerCommand("ghostline.acceptNextWord", () =>
+      acceptPart("editor.action.inlineSuggest.acceptNextWord"),
+    ),
+    vscode.commands.registerCommand("ghostline.acceptNextLine", () =>
+      acceptPart("editor.action.inlineSuggest.acceptNextLine"),
+    ),
+    vscode.commands.registerCommand("ghostline.dismiss", dismiss),
+    vscode.workspace.onDidChangeTextDocument((e) => {
+      for (const change of e.contentChanges) outcomes.edited(e.document.uri.toString(), change.text);
+    }),
+    vscode.window.onDidChangeActiveTextEditor(() => outcomes.dismissed()),
     vscode.workspace.onDidChangeConfiguration((e) => void onConfigurationChanged(e)),
     vscode.window.onDidChangeActiveTextEditor(() => renderStatus()),
   );

@@ -21,6 +21,10 @@ export const DEFAULT_LANGUAGES = [
   "lua",
 ];
 
+/** How many lines a completion may have: the syntax decides, one at most, or several. */
+export type CompletionShape = "auto" | "line" | "block";
+export const COMPLETION_SHAPES: CompletionShape[] = ["auto", "line", "block"];
+
 /** The extension's settings (section `ghostline`), as read from the configuration. */
 export interface Settings {
   enabled: boolean;
@@ -32,7 +36,9 @@ export interface Settings {
   deadlineMs: number;
   maxTokens: number;
   debounceMs: number;
-  languages: string[];
+  completion: CompletionShape;
+  /** Language id -> on/off, over DEFAULT_LANGUAGES (e.g. {"markdown": true, "lua": false}). */
+  languages: Record<string, boolean>;
   daemonArgs: string[];
 }
 
@@ -46,7 +52,8 @@ export const DEFAULT_SETTINGS: Settings = {
   deadlineMs: 0,
   maxTokens: 0,
   debounceMs: 10,
-  languages: DEFAULT_LANGUAGES,
+  completion: "auto",
+  languages: {},
   daemonArgs: [],
 };
 
@@ -66,6 +73,32 @@ function asStrings(v: unknown, fallback: string[]): string[] {
   return v.filter((s): s is string => typeof s === "string" && s.trim() !== "").map((s) => s.trim());
 }
 
+/**
+ * The `languages` setting as a map. An array (the setting's earlier form: the languages that
+ * get completions) switches those on and the other default languages off.
+ */
+function asLanguageMap(v: unknown, fallback: Record<string, boolean>): Record<string, boolean> {
+  if (Array.isArray(v)) {
+    const listed = asStrings(v, []);
+    const map: Record<string, boolean> = {};
+    for (const l of DEFAULT_LANGUAGES) map[l] = listed.includes(l);
+    for (const l of listed) map[l] = true;
+    return map;
+  }
+  if (!v || typeof v !== "object") return fallback;
+  const map: Record<string, boolean> = {};
+  for (const [k, on] of Object.entries(v as Record<string, unknown>))
+    if (typeof on === "boolean" && k.trim() !== "") map[k.trim()] = on;
+  return map;
+}
+
+/** The language ids that get completions: the defaults and those switched on, less those off. */
+export function enabledLanguages(s: Settings): string[] {
+  const out = DEFAULT_LANGUAGES.filter((l) => s.languages[l] !== false);
+  for (const [l, on] of Object.entries(s.languages)) if (on && !out.includes(l)) out.push(l);
+  return out;
+}
+
 /** Reads and clamps the settings; `get` returns undefined for a key that is not set. */
 export function readSettings(get: Getter): Settings {
   const d = DEFAULT_SETTINGS;
@@ -79,7 +112,10 @@ export function readSettings(get: Getter): Settings {
     deadlineMs: asInt(get("deadlineMs"), d.deadlineMs, 0, 60000),
     maxTokens: asInt(get("maxTokens"), d.maxTokens, 0, 4096),
     debounceMs: asInt(get("debounceMs"), d.debounceMs, 0, 2000),
-    languages: asStrings(get("languages"), d.languages),
+    completion: COMPLETION_SHAPES.includes(get("completion") as CompletionShape)
+      ? (get("completion") as CompletionShape)
+      : d.completion,
+    languages: asLanguageMap(get("languages"), d.languages),
     daemonArgs: asStrings(get("daemonArgs"), d.daemonArgs),
   };
 }
@@ -112,8 +148,17 @@ export function clientSettings(s: Settings): {
   debounceMs: number;
   maxTokens: number;
   deadlineMs: number;
+  completion: CompletionShape;
+  languages: Record<string, boolean>;
 } {
-  return { enabled: s.enabled, debounceMs: s.debounceMs, maxTokens: s.maxTokens, deadlineMs: s.deadlineMs };
+  return {
+    enabled: s.enabled,
+    debounceMs: s.debounceMs,
+    maxTokens: s.maxTokens,
+    deadlineMs: s.deadlineMs,
+    completion: s.completion,
+    languages: s.languages,
+  };
 }
 
 /** True when a change of settings needs a new daemon (they are daemon options, not session ones). */
@@ -124,7 +169,7 @@ export function needsDaemonRestart(a: Settings, b: Settings): boolean {
 
 /** True when a change of settings needs a new client (the document selector). */
 export function needsClientRestart(a: Settings, b: Settings): boolean {
-  return a.languages.join("\n") !== b.languages.join("\n") || needsDaemonRestart(a, b);
+  return enabledLanguages(a).join("\n") !== enabledLanguages(b).join("\n") || needsDaemonRestart(a, b);
 }
 
 export function documentSelector(languages: string[]): { scheme: string; language: string }[] {
@@ -156,6 +201,49 @@ export function socketPathOf(s: Settings, env: NodeJS.ProcessEnv = process.env, 
 export function daemonLogPath(s: Settings, env: NodeJS.ProcessEnv = process.env, uid?: number): string | undefined {
   const sock = socketPathOf(s, env, uid);
   return sock === undefined ? undefined : sock + ".log";
+}
+
+// ---- finding the binary ----
+
+/**
+ * The file the server command runs: `command` itself when it names a path, else the first
+ * executable `command` in PATH; undefined when there is none (spawn would fail with ENOENT).
+ */
+export function findBinary(command: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const executable = (f: string) => {
+    try {
+      fs.accessSync(f, fs.constants.X_OK);
+      return fs.statSync(f).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes("/")) return executable(command) ? command : undefined;
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const f = path.join(dir, command);
+    if (executable(f)) return f;
+  }
+  return undefined;
+}
+
+/** What to tell a user whose `ghostline` cannot be started: what was tried and what to do. */
+export function binaryNotFoundMessage(command: string, env: NodeJS.ProcessEnv = process.env): string {
+  const tried = command.includes("/")
+    ? `${command} does not exist or is not executable`
+    : `\`${command}\` is not on PATH (${env.PATH ?? ""})`;
+  return (
+    `Ghostline cannot start its daemon: ${tried}. Set "ghostline.binaryPath" to the full path of ` +
+    "the ghostline binary, or install it from a Ghostline checkout with `scripts/setup --install` " +
+    "(into ~/.local/bin, which must be on the PATH that VS Code sees)."
+  );
+}
+
+/** Whether an error from starting the server is the binary missing (or not executable). */
+export function isSpawnNotFound(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  const text = e instanceof Error ? e.message : String(e);
+  return code === "ENOENT" || code === "EACCES" || /\bspawn\b.*\b(ENOENT|EACCES)\b/.test(text);
 }
 
 // ---- status bar ----
@@ -363,4 +451,113 @@ export function daemonPids(socketPath: string, procRoot = "/proc"): number[] {
     return [];
   }
   return pidsHoldingSockets(listeningSocketInodes(table, socketPath), procRoot);
+}
+
+// ---- what became of the completions shown ----
+
+export type Outcome = "accepted" | "acceptedPartially" | "dismissed" | "typedOver";
+
+export interface OutcomeReport {
+  id: number;
+  outcome: Outcome;
+  acceptedChars: number;
+  languageId?: string;
+}
+
+/** A completion the editor shows: the daemon's id, its text after the cursor, its document. */
+export interface ShownCompletion {
+  id: number;
+  text: string;
+  uri: string;
+  languageId: string;
+}
+
+/** The daemon's id of an inline completion item, from its `ghostline.completionAccepted` command. */
+export function completionIdOf(command: unknown): number | undefined {
+  const c = command as { command?: unknown; arguments?: unknown[] } | undefined;
+  if (!c || c.command !== "ghostline.completionAccepted" || !Array.isArray(c.arguments)) return undefined;
+  const id = c.arguments[0];
+  return typeof id === "number" && Number.isInteger(id) && id > 0 ? id : undefined;
+}
+
+const codePoints = (s: string) => [...s].length;
+
+/**
+ * Follows the completion VS Code shows and reports what became of it
+ * (ghostline/completionOutcome). VS Code says when an item is accepted (its command runs); the
+ * extension's own keybindings say when a word or line of it is accepted and when Escape
+ * dismisses it; the rest is inferred: an edit that is not the start of the ghost text types
+ * over it, and a new item shown without such an edit dismissed the one before. The daemon keeps
+ * the best fate it was told for each id, so a report that arrives early (an edit seen before the
+ * acceptance's command) is corrected by the later one.
+ */
+export class OutcomeTracker {
+  private current?: ShownCompletion & { consumed: number; accepted: number };
+  private aliases = new Map<number, number>();
+  private partial = false;
+
+  constructor(private readonly send: (r: OutcomeReport) => void) {}
+
+  /** VS Code shows `c` (the first item of an answer). */
+  shown(c: ShownCompletion): void {
+    const cur = this.current;
+    if (cur && cur.id === c.id) return;
+    // The rest of the completion shown, answered again (typed through, accepted in part): the
+    // same completion.
+    if (cur && cur.uri === c.uri && cur.text.slice(cur.consumed) === c.text) {
+      this.aliases.set(c.id, cur.id);
+      return;
+    }
+    if (cur) this.finish(cur.consumed > 0 ? "typedOver" : "dismissed");
+    this.current = { ...c, consumed: 0, accepted: 0 };
+  }
+
+  /** The next edits come from accepting a word or line (the extension's own command). */
+  beginPartialAccept(): void {
+    this.partial = true;
+  }
+  endPartialAccept(): void {
+    this.partial = false;
+  }
+
+  /** `text` was inserted in document `uri` at the cursor (one change of an edit). */
+  edited(uri: string, text: string): void {
+    const cur = this.current;
+    if (!cur || cur.uri !== uri) return;
+    const rest = cur.text.slice(cur.consumed);
+    if (text !== "" && rest.startsWith(text)) {
+      cur.consumed += text.length;
+      if (this.partial) {
+        cur.accepted += codePoints(text);
+        this.report(cur, "acceptedPartially", cur.accepted);
+      }
+      if (cur.consumed >= cur.text.length) this.current = undefined; // all of it is in the document
+      return;
+    }
+    this.finish("typedOver");
+  }
+
+  /** Item `id`'s command ran: VS Code accepted all of it. */
+  accepted(id: number): void {
+    const own = this.aliases.get(id) ?? id;
+    const cur = this.current;
+    const languageId = cur && cur.id === own ? cur.languageId : undefined;
+    this.send({ id: own, outcome: "accepted", acceptedChars: 0, ...(languageId ? { languageId } : {}) });
+    if (cur && cur.id === own) this.current = undefined;
+  }
+
+  /** The user dismissed the ghost text (Escape), or it went away with its editor. */
+  dismissed(): void {
+    this.finish("dismissed");
+  }
+
+  private finish(outcome: Outcome): void {
+    const cur = this.current;
+    this.current = undefined;
+    if (cur) this.report(cur, outcome, cur.accepted);
+  }
+
+  private report(c: ShownCompletion, outcome: Outcome, acceptedChars: number): void {
+    this.send({ id: c.id, outcome, acceptedChars, languageId: c.languageId });
+  }
 }

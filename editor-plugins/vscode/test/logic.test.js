@@ -34,7 +34,9 @@ test("readSettings: defaults, clamping and wrong types", () => {
   assert.equal(t.deadlineMs, 60000);
   assert.equal(t.maxTokens, 0);
   assert.equal(t.debounceMs, 10, "a string falls back to the default");
-  assert.deepEqual(t.languages, ["python", "rust"]);
+  // The setting's earlier form, a list: those on, the other default languages off.
+  assert.equal(L.enabledLanguages(t).join(","), "python,rust");
+  assert.equal(t.languages.go, false);
   assert.deepEqual(t.daemonArgs, ["--log-level", "debug"]);
 });
 
@@ -83,12 +85,103 @@ test("expandPath: ~ and ${env:NAME}", () => {
 });
 
 test("clientSettings carries exactly the daemon's session keys", () => {
-  assert.deepEqual(L.clientSettings(settings({ enabled: false, debounceMs: 25, maxTokens: 16, deadlineMs: 120 })), {
-    enabled: false,
-    debounceMs: 25,
-    maxTokens: 16,
-    deadlineMs: 120,
-  });
+  assert.deepEqual(
+    L.clientSettings(
+      settings({ enabled: false, debounceMs: 25, maxTokens: 16, deadlineMs: 120, completion: "line", languages: { markdown: false } }),
+    ),
+    { enabled: false, debounceMs: 25, maxTokens: 16, deadlineMs: 120, completion: "line", languages: { markdown: false } },
+  );
+});
+
+test("completion and languages settings: values, wrong values and the languages they select", () => {
+  const read = (values) => L.readSettings((k) => values[k]);
+  assert.equal(read({ completion: "block" }).completion, "block");
+  assert.equal(read({ completion: "paragraph" }).completion, "auto");
+  const s = read({ languages: { markdown: true, lua: false, rust: "no", "": true } });
+  assert.deepEqual(s.languages, { markdown: true, lua: false });
+  const on = L.enabledLanguages(s);
+  assert.ok(on.includes("markdown") && on.includes("python") && !on.includes("lua"), on.join(","));
+  assert.deepEqual(L.enabledLanguages(settings()), L.DEFAULT_LANGUAGES);
+  assert.equal(read({ languages: "python" }).languages, L.DEFAULT_SETTINGS.languages);
+});
+
+test("findBinary: a path must be an executable file; a name is looked up in PATH", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ghostline-bin-"));
+  try {
+    const bin = path.join(dir, "ghostline");
+    fs.writeFileSync(bin, "#!/bin/sh\n", { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, "plain"), "", { mode: 0o644 });
+    assert.equal(L.findBinary("ghostline", { PATH: "/nonexistent:" + dir }), bin);
+    assert.equal(L.findBinary("ghostline", { PATH: "/nonexistent" }), undefined);
+    assert.equal(L.findBinary(bin, {}), bin);
+    assert.equal(L.findBinary(path.join(dir, "plain"), {}), undefined, "not executable");
+    assert.equal(L.findBinary(dir, {}), undefined, "a directory");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a missing binary: the message names what was tried, the setting and the install step", () => {
+  const m = L.binaryNotFoundMessage("ghostline", { PATH: "/usr/bin:/bin" });
+  assert.match(m, /`ghostline` is not on PATH \(\/usr\/bin:\/bin\)/);
+  assert.match(m, /"ghostline\.binaryPath"/);
+  assert.match(m, /scripts\/setup --install/);
+  assert.match(m, /~\/\.local\/bin/);
+  assert.match(L.binaryNotFoundMessage("/opt/g/ghostline", {}), /\/opt\/g\/ghostline does not exist or is not executable/);
+  // vscode-languageclient's error when spawn fails, and node's own.
+  assert.equal(L.isSpawnNotFound(new Error("Launching server using command ghostline failed. Error: spawn ghostline ENOENT")), true);
+  assert.equal(L.isSpawnNotFound(Object.assign(new Error("x"), { code: "ENOENT" })), true);
+  assert.equal(L.isSpawnNotFound(new Error("the daemon stopped before listening")), false);
+});
+
+test("completionIdOf reads the id from the item's ghostline.completionAccepted command", () => {
+  assert.equal(L.completionIdOf({ title: "", command: "ghostline.completionAccepted", arguments: [12] }), 12);
+  assert.equal(L.completionIdOf({ command: "other", arguments: [12] }), undefined);
+  assert.equal(L.completionIdOf({ command: "ghostline.completionAccepted", arguments: ["12"] }), undefined);
+  assert.equal(L.completionIdOf(undefined), undefined);
+});
+
+test("OutcomeTracker: accepted, accepted in part, dismissed, typed over, each reported for its id", () => {
+  const sent = [];
+  const t = new L.OutcomeTracker((r) => sent.push([r.id, r.outcome, r.acceptedChars]));
+  const show = (id, text) => t.shown({ id, text, uri: "file:///a.py", languageId: "python" });
+  // Tab: VS Code inserts the text, then runs the item's command.
+  show(1, "turn x");
+  t.edited("file:///a.py", "turn x");
+  t.accepted(1);
+  // A word, then the daemon answers the rest again (a new id for the same completion), then Tab.
+  show(2, "foo(bar)");
+  t.beginPartialAccept();
+  t.edited("file:///a.py", "foo");
+  t.endPartialAccept();
+  show(3, "(bar)");
+  t.edited("file:///a.py", "(bar)");
+  t.accepted(3);
+  // Escape.
+  show(4, "abc");
+  t.dismissed();
+  // Typing something else.
+  show(5, "xyz");
+  t.edited("file:///a.py", "q");
+  // Typing its start (kept), then a new completion without typing more: the old one typed over.
+  show(6, "hello");
+  t.edited("file:///a.py", "he");
+  show(7, "world");
+  // A new completion with no edit since: the old one was dismissed (the cursor moved).
+  show(8, "other");
+  // Edits in other documents do not touch it.
+  t.edited("file:///b.py", "zzz");
+  t.dismissed();
+  assert.deepEqual(sent, [
+    [1, "accepted", 0],
+    [2, "acceptedPartially", 3],
+    [2, "accepted", 0],
+    [4, "dismissed", 0],
+    [5, "typedOver", 0],
+    [6, "typedOver", 0],
+    [7, "dismissed", 0],
+    [8, "dismissed", 0],
+  ]);
 });
 
 test("a daemon restart is needed only for daemon options; languages need a new client", () => {
@@ -98,8 +191,9 @@ test("a daemon restart is needed only for daemon options; languages need a new c
   assert.equal(L.needsDaemonRestart(a, settings({ model: "/m.gguf" })), true);
   assert.equal(L.needsDaemonRestart(a, settings({ threads: 2 })), true);
   assert.equal(L.needsDaemonRestart(a, settings({ daemonArgs: ["--no-prefetch"] })), true);
-  assert.equal(L.needsDaemonRestart(a, settings({ languages: ["python"] })), false);
-  assert.equal(L.needsClientRestart(a, settings({ languages: ["python"] })), true);
+  assert.equal(L.needsDaemonRestart(a, settings({ languages: { python: false } })), false);
+  assert.equal(L.needsClientRestart(a, settings({ languages: { python: false } })), true);
+  assert.equal(L.needsClientRestart(a, settings({ completion: "line" })), false, "sent as a setting");
 });
 
 test("documentSelector: every language on file, untitled and remote documents", () => {
