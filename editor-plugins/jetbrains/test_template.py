@@ -36,8 +36,23 @@ OS_KEYS = {"default", "windows", "linux", "mac", "unix"}
 REQUIRED = {"python": "a.py", "javascript": "a.js", "javascriptreact": "a.jsx", "typescript": "a.ts",
             "typescriptreact": "a.tsx", "c": "a.c", "cpp": "a.cpp", "go": "a.go", "rust": "a.rs",
             "java": "A.java", "lua": "a.lua"}
+# Each daemon session setting: its type and its range (ints), its values (strings) or its values'
+# type (objects).
 SESSION_SETTINGS = {"enabled": (bool, None), "debounceMs": (int, (0, 2000)), "maxTokens": (int, (0, 4096)),
-                    "deadlineMs": (int, (0, 60000))}
+                    "deadlineMs": (int, (0, 60000)), "completion": (str, {"auto", "line", "block"}),
+                    "languages": (dict, bool)}
+
+
+def setting_ok(typ, rule, v):
+    if type(v) is not typ:
+        return False
+    if typ is int and rule:
+        return rule[0] <= v <= rule[1]
+    if typ is str:
+        return v in rule
+    if typ is dict:
+        return all(isinstance(k, str) and type(x) is rule for k, x in v.items())
+    return True
 
 failures = []
 
@@ -156,8 +171,7 @@ def check_format():
             if k not in SESSION_SETTINGS:
                 bad.append("%s: not a daemon setting" % k)
                 continue
-            typ, rng = SESSION_SETTINGS[k]
-            if type(v) is not typ or (rng and not rng[0] <= v <= rng[1]):
+            if not setting_ok(*SESSION_SETTINGS[k], v):
                 bad.append("%s: %r" % (k, v))
         check("%s holds only daemon session settings, in range" % f, not bad, "; ".join(bad))
     # The validator itself rejects what LSP4IJ cannot read.
