@@ -71,7 +71,7 @@ struct InlineCompletionParams {
   TextDocumentIdentifier text_document;
   Position position;
   InlineCompletionTriggerKind trigger_kind = InlineCompletionTriggerKind::Automatic;
-  std::optional<SelectedCompletionInfo> selected;
+  std::optional<SelectedCompletionInfo> selected{};
 };
 
 struct CancelParams {

@@ -38,9 +38,9 @@ struct EngineOptions {
   int kv_mib = 256;
   bool no_prefix_cache = false;  // for benchmarks: compute every prompt from scratch
   SpeculationMode speculation = SpeculationMode::Auto;
-  std::string draft;  // draft model for speculative decoding (same vocabulary); empty: none
+  std::string draft{};  // draft model for speculative decoding (same vocabulary); empty: none
   BackendChoice backend = BackendChoice::Auto;
-  remote::RemoteOptions remote;  // --backend remote: the server and how to reach it
+  remote::RemoteOptions remote{};  // --backend remote: the server and how to reach it
 };
 
 }  // namespace ghostline::daemon

@@ -37,7 +37,7 @@ struct RandomModelSpec {
   uint64_t seed = 1;
   // A GGUF file whose tokenizer (tokenizer.ggml.* metadata) the model takes instead of the
   // synthetic one, e.g. the real Qwen2.5-Coder vocabulary; n_vocab becomes its size.
-  std::filesystem::path vocab_from;
+  std::filesystem::path vocab_from{};
 };
 
 // The type llama-quantize writes instead of `type` for a row whose length is not a multiple of

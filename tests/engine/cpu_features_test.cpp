@@ -13,9 +13,11 @@ TEST(CpuFeatures, LevelsAreConsistent) {
     EXPECT_TRUE(isa_supported(CpuIsa::kAvx2));
   }
   // The best level is the most preferred one the CPU has.
-  for (auto isa : {CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512})
-    if (isa_supported(isa))
+  for (auto isa : {CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512}) {
+    if (isa_supported(isa)) {
       EXPECT_GE(static_cast<int>(best_supported_isa()), static_cast<int>(isa));
+    }
+  }
   EXPECT_TRUE(isa_supported(best_supported_isa()));
   EXPECT_TRUE(isa_supported(active_isa()));
   const auto& f = cpu_features();

@@ -80,6 +80,7 @@ TEST_P(RandomEdits, MatchNaiveReference) {
     for (int step = 0; step < 80; ++step) {
       Position a = random_position(rng, ref), b = random_position(rng, ref);
       auto ia = ref_index(ref, a, e), ib = ref_index(ref, b, e);
+      ASSERT_TRUE(ia.has_value() && ib.has_value()) << "seed " << seed;
       if (*ia > *ib) {
         std::swap(a, b);
         std::swap(ia, ib);

@@ -123,8 +123,9 @@ TEST_P(ContextBuilderGolden, DecidesAndStops) {
   CompletionContext ctx = context_of(c);
   EXPECT_EQ(decision_name(ctx.decision), std::string(decision_name(c.decision)))
       << c.language_id << ": " << c.code << "\nreason: " << ctx.reason << ", node " << ctx.cursor_node;
-  if (c.generated && ctx.decision != Decision::None)
+  if (c.generated && ctx.decision != Decision::None) {
     EXPECT_EQ(finish(ctx.shape, c.generated).text, c.shown) << c.language_id << ": " << c.code;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Languages, ContextBuilderGolden, ::testing::ValuesIn(kCases),
