@@ -24,6 +24,9 @@ TEST(CpuFeatures, LevelsAreConsistent) {
   if (f.avx512f) {
     EXPECT_TRUE(f.avx2);
   }
+#if defined(__aarch64__)
+  EXPECT_TRUE(f.asimd);  // part of the aarch64 base architecture, reported from HWCAP
+#endif
   EXPECT_FALSE(describe_cpu_features().empty());
 }
 

@@ -422,9 +422,11 @@ TEST(Matmul, DecodeOfQuantizedWeightsIsCloseInRelativeTerms) {
 
 TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
   std::vector<const kernels::KernelSet*> sets;
+#if GHOSTLINE_X86_KERNELS
   if (isa_supported(CpuIsa::kAvx2)) sets.push_back(&kernels::avx2_kernels());
   if (isa_supported(CpuIsa::kAvxVnni)) sets.push_back(&kernels::avxvnni_kernels());
   if (isa_supported(CpuIsa::kAvx512)) sets.push_back(&kernels::avx512_kernels());
+#endif
   std::mt19937 rng(17);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   for (const int block : {32, 256}) {

@@ -165,8 +165,16 @@ TEST(Fp16, EveryHalfRoundTripsThroughFloat) {
   }
 }
 
+// The compiler's half type: _Float16 on x86 (GCC 12 has no _Float16 in C++ on aarch64), __fp16
+// on aarch64, where it is IEEE binary16 and converts with one rounding (fcvt).
+#if defined(__aarch64__)
+using CompilerHalf = __fp16;
+#else
+using CompilerHalf = _Float16;
+#endif
+
 TEST(Fp16, ConversionMatchesCompilerHalfType) {
-  // _Float16 conversions are IEEE round-to-nearest-even: an independent oracle.
+  // The compiler's half conversions are IEEE round-to-nearest-even: an independent oracle.
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> any_bits;
   for (int i = 0; i < 200000; ++i) {
@@ -175,7 +183,7 @@ TEST(Fp16, ConversionMatchesCompilerHalfType) {
     float f;
     std::memcpy(&f, &b, sizeof f);
     if (std::isnan(f)) continue;
-    const _Float16 h = static_cast<_Float16>(f);
+    const CompilerHalf h = static_cast<CompilerHalf>(f);
     uint16_t expected;
     std::memcpy(&expected, &h, sizeof expected);
     ASSERT_EQ(fp32_to_fp16(f), expected) << "float bits 0x" << std::hex << b;

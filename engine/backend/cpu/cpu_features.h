@@ -5,6 +5,13 @@
 #include <string>
 #include <string_view>
 
+// Whether this target builds the x86 kernel levels (the *.avx2/avxvnni/avx512.cpp files).
+#if defined(__x86_64__) || defined(__i386__)
+#define GHOSTLINE_X86_KERNELS 1
+#else
+#define GHOSTLINE_X86_KERNELS 0
+#endif
+
 namespace ghostline::engine::cpu {
 
 struct CpuFeatures {
@@ -23,6 +30,12 @@ struct CpuFeatures {
   bool amx_tile = false;
   bool amx_int8 = false;
   bool amx_bf16 = false;
+  // aarch64 (Linux: getauxval HWCAP); reported for information until a NEON level uses them.
+  bool asimd = false;
+  bool asimd_dotprod = false;
+  bool i8mm = false;
+  bool fp16 = false;
+  bool sve = false;
 };
 
 // The instruction-set level a kernel is compiled for, from the least to the most preferred. A
@@ -36,8 +49,13 @@ enum class CpuIsa {
   kAvx512,   // AVX-512 F/BW/VL/DQ + VNNI
 };
 
-// Features of this CPU as CPUID and the OS (XGETBV) report them; detected once.
+// Features of this CPU as CPUID and the OS (XGETBV) report them on x86, the kernel's HWCAP bits
+// on aarch64 Linux; detected once.
 const CpuFeatures& cpu_features();
+
+// The detection itself, one file per platform (cpu_features_x86.cpp, cpu_features_aarch64.cpp,
+// cpu_features_other.cpp); exactly one of them is compiled in.
+CpuFeatures detect_cpu_features();
 
 bool isa_supported(CpuIsa isa);
 CpuIsa best_supported_isa();

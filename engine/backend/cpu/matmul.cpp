@@ -166,13 +166,15 @@ void add_quads(kernels::QuantizedActivations& a, int64_t n_tokens, int64_t cols,
 
 const kernels::KernelSet& kernels_for(CpuIsa isa) {
   switch (isa) {
+#if GHOSTLINE_X86_KERNELS
     case CpuIsa::kAvx512:
       return kernels::avx512_kernels();
     case CpuIsa::kAvxVnni:
       return kernels::avxvnni_kernels();
     case CpuIsa::kAvx2:
       return kernels::avx2_kernels();
-    case CpuIsa::kScalar:
+#endif
+    default:  // kScalar, and levels this target does not build (never supported here)
       break;
   }
   return kernels::scalar_kernels();

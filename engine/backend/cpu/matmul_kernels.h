@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/matmul.h"
 #include "engine/gguf/quant.h"
 
@@ -206,9 +207,11 @@ static_assert(packed_prefetch_step(GgmlType::Q8_0) == 1088 &&
               packed_prefetch_step(GgmlType::Q6_K) == kQ6kPackedBytes);
 
 const KernelSet& scalar_kernels();
+#if GHOSTLINE_X86_KERNELS  // the *.avx2/avxvnni/avx512.cpp files are built for x86 only
 const KernelSet& avx2_kernels();     // call only when isa_supported(CpuIsa::kAvx2)
 const KernelSet& avxvnni_kernels();  // call only when isa_supported(CpuIsa::kAvxVnni)
 const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx512)
+#endif
 
 // Packs tokens [tile_begin, tile_end) * tile_tokens of x (n_tokens x cols) into `packed`.
 void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, int tile_tokens,

@@ -4,14 +4,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/gguf/quant.h"
 
 namespace ghostline::engine::cpu {
 
+#if GHOSTLINE_X86_KERNELS
 namespace vec_kernels {
 const VecOps& avx2_vec_ops();
 const VecOps& avx512_vec_ops();
 }  // namespace vec_kernels
+#endif
 
 namespace {
 
@@ -119,12 +122,14 @@ const VecOps& vec_ops(CpuIsa isa) {
       axpy_scalar,    layernorm_scalar,    gelu_scalar,         gelu_mul_scalar,
       attn_block_scalar};
   switch (isa) {
+#if GHOSTLINE_X86_KERNELS
     case CpuIsa::kAvx512:
       return vec_kernels::avx512_vec_ops();
     case CpuIsa::kAvxVnni:  // no vector op needs more than AVX2
     case CpuIsa::kAvx2:
       return vec_kernels::avx2_vec_ops();
-    case CpuIsa::kScalar:
+#endif
+    default:  // kScalar, and levels this target does not build (never supported here)
       break;
   }
   return scalar;
