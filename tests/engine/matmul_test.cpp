@@ -318,7 +318,8 @@ INSTANTIATE_TEST_SUITE_P(
                           GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                           GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
-        ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512)),
+        ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni, CpuIsa::kAvx512,
+                          CpuIsa::kNeon, CpuIsa::kNeonDot)),
     param_name);
 
 class MatmulSharedInputTest : public ::testing::TestWithParam<CpuIsa> {};
@@ -381,7 +382,7 @@ TEST_P(MatmulSharedInputTest, MatchesSeparateProductsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulSharedInputTest,
                          ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvxVnni,
-                                           CpuIsa::kAvx512),
+                                           CpuIsa::kAvx512, CpuIsa::kNeon, CpuIsa::kNeonDot),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) {
                            return std::string(isa_name(info.param));
                          });

@@ -11,7 +11,7 @@ CpuIsa resolve_isa_override(const char* env) {
   const auto wanted = parse_isa(env);
   if (!wanted)
     throw std::runtime_error(std::string("GHOSTLINE_CPU=") + env +
-                             " is not one of scalar, avx2, avxvnni, avx512");
+                             " is not one of scalar, avx2, avxvnni, avx512, neon, neondot");
   if (!isa_supported(*wanted))
     throw std::runtime_error(std::string("GHOSTLINE_CPU=") + env +
                              " asks for instructions this CPU lacks; it supports up to " +
@@ -37,11 +37,17 @@ bool isa_supported(CpuIsa isa) {
     case CpuIsa::kAvx512:
       return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq &&
              f.avx512vnni;
+    case CpuIsa::kNeon:
+      return GHOSTLINE_NEON_KERNELS && f.asimd;
+    case CpuIsa::kNeonDot:
+      return GHOSTLINE_NEON_KERNELS && f.asimd && f.asimd_dotprod;
   }
   return false;
 }
 
 CpuIsa best_supported_isa() {
+  if (isa_supported(CpuIsa::kNeonDot)) return CpuIsa::kNeonDot;
+  if (isa_supported(CpuIsa::kNeon)) return CpuIsa::kNeon;
   if (isa_supported(CpuIsa::kAvx512)) return CpuIsa::kAvx512;
   if (isa_supported(CpuIsa::kAvxVnni)) return CpuIsa::kAvxVnni;
   if (isa_supported(CpuIsa::kAvx2)) return CpuIsa::kAvx2;
@@ -63,6 +69,10 @@ std::string_view isa_name(CpuIsa isa) {
       return "avxvnni";
     case CpuIsa::kAvx512:
       return "avx512";
+    case CpuIsa::kNeon:
+      return "neon";
+    case CpuIsa::kNeonDot:
+      return "neondot";
   }
   return "?";
 }
@@ -72,6 +82,8 @@ std::optional<CpuIsa> parse_isa(std::string_view name) {
   if (name == "avx2") return CpuIsa::kAvx2;
   if (name == "avxvnni") return CpuIsa::kAvxVnni;
   if (name == "avx512") return CpuIsa::kAvx512;
+  if (name == "neon") return CpuIsa::kNeon;
+  if (name == "neondot") return CpuIsa::kNeonDot;
   return std::nullopt;
 }
 

@@ -11,6 +11,12 @@
 #else
 #define GHOSTLINE_X86_KERNELS 0
 #endif
+// Whether this target builds the aarch64 kernel levels (the *.neon.cpp files).
+#if defined(__aarch64__)
+#define GHOSTLINE_NEON_KERNELS 1
+#else
+#define GHOSTLINE_NEON_KERNELS 0
+#endif
 
 namespace ghostline::engine::cpu {
 
@@ -47,6 +53,9 @@ enum class CpuIsa {
   kAvx2,     // AVX2 + FMA + F16C
   kAvxVnni,  // AVX2 + FMA + F16C + AVX-VNNI (vpdpbusd on 256-bit vectors)
   kAvx512,   // AVX-512 F/BW/VL/DQ + VNNI
+  // aarch64 levels (never supported on x86, as the x86 ones are never supported on aarch64).
+  kNeon,     // ASIMD (every aarch64 core): decode of Q8_0 and Q4_0, the rest portable
+  kNeonDot,  // ASIMD + dot product (sdot: Armv8.2 and later, Apple M1, Graviton 2 and later)
 };
 
 // Features of this CPU as CPUID and the OS (XGETBV) report them on x86, the kernel's HWCAP bits
@@ -61,7 +70,7 @@ bool isa_supported(CpuIsa isa);
 CpuIsa best_supported_isa();
 
 // The level the kernels use: the best supported one, lowered by the environment variable
-// GHOSTLINE_CPU=scalar|avx2|avxvnni|avx512 (read once). Asking for more than the CPU has, or for an
+// GHOSTLINE_CPU=scalar|avx2|avxvnni|avx512|neon|neondot (read once). Asking for more than the CPU has, or for an
 // unknown name, throws std::runtime_error naming what the CPU supports.
 CpuIsa active_isa();
 

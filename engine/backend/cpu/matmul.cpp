@@ -174,6 +174,12 @@ const kernels::KernelSet& kernels_for(CpuIsa isa) {
     case CpuIsa::kAvx2:
       return kernels::avx2_kernels();
 #endif
+#if GHOSTLINE_NEON_KERNELS
+    case CpuIsa::kNeonDot:
+      return kernels::neondot_kernels();
+    case CpuIsa::kNeon:
+      return kernels::neon_kernels();
+#endif
     default:  // kScalar, and levels this target does not build (never supported here)
       break;
   }

@@ -212,6 +212,10 @@ const KernelSet& avx2_kernels();     // call only when isa_supported(CpuIsa::kAv
 const KernelSet& avxvnni_kernels();  // call only when isa_supported(CpuIsa::kAvxVnni)
 const KernelSet& avx512_kernels();  // call only when isa_supported(CpuIsa::kAvx512)
 #endif
+#if GHOSTLINE_NEON_KERNELS  // the *.neon/neondot.cpp files are built for aarch64 only
+const KernelSet& neon_kernels();     // call only when isa_supported(CpuIsa::kNeon)
+const KernelSet& neondot_kernels();  // call only when isa_supported(CpuIsa::kNeonDot)
+#endif
 
 // Packs tokens [tile_begin, tile_end) * tile_tokens of x (n_tokens x cols) into `packed`.
 void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, int tile_tokens,
