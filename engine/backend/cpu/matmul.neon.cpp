@@ -1,5 +1,5 @@
-// aarch64 kernel level neon: ASIMD only (every aarch64 core). Built for aarch64
-// only (ghostline_isa_flags).
+// aarch64 kernel level neon: ASIMD only (every aarch64 core has it). Built for aarch64 only
+// (ghostline_isa_flags).
 #if defined(__aarch64__)
 
 #include <arm_neon.h>

@@ -1,5 +1,5 @@
-// aarch64 kernel level neondot: ASIMD with the dot-product instructions (sdot); compiled with +dotprod. Built for aarch64
-// only (ghostline_isa_flags).
+// aarch64 kernel level neondot: ASIMD with the dot-product instructions (sdot), compiled with
+// +dotprod and called only when HWCAP reports them. Built for aarch64 only (ghostline_isa_flags).
 #if defined(__aarch64__)
 
 #include <arm_neon.h>
