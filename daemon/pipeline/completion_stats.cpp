@@ -4,6 +4,7 @@ namespace ghostline::daemon {
 
 nlohmann::json CompletionStats::to_json() const {
   nlohmann::json j = {
+      {"backend", backend == Backend::Remote ? "remote" : "local"},
       {"decision", decision},
       {"decisionReason", decision_reason},
       {"language", language},
@@ -38,6 +39,24 @@ nlohmann::json CompletionStats::to_json() const {
         {"poolBlocksFree", cache.pool_blocks_free},
         {"poolBytesUsed", cache.pool_bytes_used}}},
   };
+  if (!remote_skipped.empty()) j["remoteSkipped"] = remote_skipped;
+  if (answered_empty) j["answeredEmpty"] = true;
+  if (backend == Backend::Remote) {
+    // The server's model time is its own: no cache, pool or speculation figures of ours.
+    for (const char* local : {"matchedTokens", "prefilledTokens", "prefillMs", "decodeMs", "cache"})
+      j.erase(local);
+    if (remote) {
+      j["api"] = remote->api;
+      j["events"] = remote->events;
+      j["textEvents"] = remote->text_events;
+      j["firstByteMs"] = remote->first_byte_ms;
+      j["reusedConnection"] = remote->reused_connection;
+      j["connectRetries"] = remote->connect_retries;
+      j["streamClosedEarly"] = remote->closed_early;
+      j["cancelled"] = remote->cancelled;
+    }
+    return j;
+  }
   const auto& sp = speculation;
   if (speculating) {
     j["draftTokens"] = sp.proposed_draft + sp.proposed_ngram;

@@ -22,6 +22,14 @@ struct StageTimes {
 };
 
 struct CompletionStats {
+  // Where the text came from: this machine's model or an inference server.
+  enum class Backend { Local, Remote };
+  Backend backend = Backend::Local;
+  // Set when a remote request was answered without the server (by the local model, or with no
+  // completion when there is none): why the server was skipped.
+  std::string remote_skipped;
+  bool answered_empty = false;  // no model answered: the completion is empty
+
   std::string decision;         // none, single-line or multi-line (syntax/)
   std::string decision_reason;
   std::string language;         // the grammar used; empty: the text alone
@@ -58,6 +66,19 @@ struct CompletionStats {
     int pool_blocks_used = 0, pool_blocks_free = 0;
     size_t pool_bytes_used = 0;
   } cache;
+
+  // The server's stream (remote backend).
+  struct RemoteStream {
+    std::string api;        // the server's API (openai, infill)
+    int events = 0;         // server-sent events received
+    int text_events = 0;    // of which carried text
+    double first_byte_ms = 0;
+    bool reused_connection = false;
+    int connect_retries = 0;
+    bool closed_early = false;  // the daemon closed the stream before the server ended it
+    bool cancelled = false;
+  };
+  std::optional<RemoteStream> remote;
 
   nlohmann::json to_json() const;
 };

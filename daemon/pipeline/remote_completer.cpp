@@ -40,28 +40,10 @@ std::string file_name(std::string_view uri) {
 
 }  // namespace
 
-// One request as it goes through the stages.
-struct RemoteCompleter::Request {
-  Request(const lsp::CompletionRequest& r, const EngineOptions& o)
-      : request(r),
-        start(Clock::now()),
-        deadline_ms(r.deadline_ms > 0 ? r.deadline_ms : o.deadline_ms),
-        max_tokens(r.max_tokens > 0 ? r.max_tokens : o.max_tokens) {}
-  const lsp::CompletionRequest& request;
-  Clock::time_point start;
-  int deadline_ms, max_tokens;
-  Prompt prompt;
-};
-
-RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string& tokenizer_path,
-                                 std::unique_ptr<lsp::Completer> local)
+RemoteGenerate::RemoteGenerate(const EngineOptions& options, const std::string& tokenizer_path)
     : options_(options),
-      tokenizer_path_(tokenizer_path),
-      local_(std::move(local)),
       http_(std::make_unique<remote::HttpClient>(server_url(options.remote),
-                                                 http_options(options.remote))),
-      breaker_(options.remote.breaker_failures,
-               std::chrono::milliseconds(options.remote.breaker_cool_down_ms)) {
+                                                 http_options(options.remote))) {
   const auto& o = options.remote;
   if (!o.api_key_env.empty()) {
     const char* key = std::getenv(o.api_key_env.c_str());
@@ -70,8 +52,6 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
                                   ": that environment variable is not set");
     authorization_ = std::string("Bearer ") + key;
   }
-  // The prompt is laid out exactly as for the local model (the same template and segments), so
-  // that the server's own prefix cache hits as often as ours would.
   const auto file = engine::GgufFile::open(tokenizer_path);
   tokenizer_ = engine::Tokenizer::from_gguf(*file);
   const engine::FimTemplate fim = engine::fim_template(*tokenizer_, *file);
@@ -80,8 +60,35 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
         "--remote-api infill needs a vocabulary with fill-in-the-middle tokens; " + tokenizer_path +
         " has none");
   prompts_ = std::make_unique<PromptAssembler>(*tokenizer_, fim);
+}
+
+RemoteGenerate::~RemoteGenerate() = default;
+
+bool RemoteGenerate::sees_suffix() const { return prompts_->mode() != FimMode::PrefixOnly; }
+
+std::string RemoteGenerate::describe() const {
+  return "remote " + http_->url().origin() + http_->url().base_path + " (" +
+         remote::remote_api_name(options_.remote.api) + ", " +
+         engine::fim_mode_name(prompts_->mode()) + " prompts)";
+}
+
+// The model the server was asked for, else the server: what the acceptance counts are kept by.
+std::string RemoteGenerate::model_name() const {
+  if (!options_.remote.model.empty()) return options_.remote.model;
+  return "remote " + http_->url().origin();
+}
+
+RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string& tokenizer_path,
+                                 std::unique_ptr<Generate> local)
+    : options_(options),
+      server_(options, tokenizer_path),
+      local_(std::move(local)),
+      breaker_(options.remote.breaker_failures,
+               std::chrono::milliseconds(options.remote.breaker_cool_down_ms)) {
+  const auto& o = options.remote;
+  const auto& url = server_.http().url();
   counters_ = {{"backend", "remote"},
-               {"server", http_->url().origin() + http_->url().base_path},
+               {"server", url.origin() + url.base_path},
                {"api", remote::remote_api_name(o.api)},
                {"requests", 0},
                {"completed", 0},
@@ -96,25 +103,19 @@ RemoteCompleter::RemoteCompleter(const EngineOptions& options, const std::string
                {"lastError", ""}};
   spdlog::info("remote backend: {} ({} API, {} prompts from {}){}",
                counters_["server"].get<std::string>(), remote::remote_api_name(o.api),
-               engine::fim_mode_name(fim.mode), tokenizer_path,
+               engine::fim_mode_name(server_.fim_mode()), tokenizer_path,
                local_ ? ", local fallback " + local_->describe() : std::string());
 }
 
 RemoteCompleter::~RemoteCompleter() = default;
 
 std::string RemoteCompleter::describe() const {
-  std::string d = "remote " + http_->url().origin() + http_->url().base_path + " (" +
-                  remote::remote_api_name(options_.remote.api) + ", " +
-                  engine::fim_mode_name(prompts_->mode()) + " prompts)";
+  std::string d = server_.describe();
   if (local_) d += ", fallback " + local_->describe();
   return d;
 }
 
-// The model the server was asked for, else the server: what the acceptance counts are kept by.
-std::string RemoteCompleter::model_name() const {
-  if (!options_.remote.model.empty()) return options_.remote.model;
-  return "remote " + http_->url().origin();
-}
+std::string RemoteCompleter::model_name() const { return server_.model_name(); }
 
 std::string RemoteCompleter::counters_json() const {
   std::lock_guard lock(counters_mutex_);
@@ -129,15 +130,31 @@ lsp::CompletionResult RemoteCompleter::complete(const lsp::CompletionRequest& re
   }
   if (!breaker_.allow(Clock::now()))
     return answer_without_server(request, cancel, "the circuit breaker is open");
-  Request q(request, options_);
+  PipelineRequest q(request, options_.deadline_ms, options_.max_tokens);
+  q.stats.backend = CompletionStats::Backend::Remote;
   try {
-    return complete_remote(q, cancel);
+    lsp::CompletionResult result = run_pipeline(server_, q, cancel, nullptr);
+    if (q.stats.remote) count_stream(q.stats);
+    note_success();
+    return result;
   } catch (const remote::HttpError& e) {
     return after_failure(request, cancel, e.what());
   } catch (const nlohmann::json::exception& e) {  // an event whose fields have unexpected types
     return after_failure(request, cancel,
                          std::string("the server sent an unexpected event: ") + e.what());
   }
+}
+
+void RemoteCompleter::count_stream(const CompletionStats& stats) {
+  std::lock_guard lock(counters_mutex_);
+  counters_["events"] = counters_["events"].get<uint64_t>() + stats.remote->events;
+  if (stats.remote->cancelled)
+    counters_["cancelledStreams"] = counters_["cancelledStreams"].get<uint64_t>() + 1;
+  else
+    counters_["completed"] = counters_["completed"].get<uint64_t>() + 1;
+  if (stats.stop == engine::StopReason::Callback)
+    counters_["streamsClosedByStopRules"] =
+        counters_["streamsClosedByStopRules"].get<uint64_t>() + 1;
 }
 
 lsp::CompletionResult RemoteCompleter::after_failure(const lsp::CompletionRequest& request,
@@ -148,24 +165,13 @@ lsp::CompletionResult RemoteCompleter::after_failure(const lsp::CompletionReques
   return answer_without_server(request, cancel, why);
 }
 
-lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::CancelToken& cancel) {
-  const auto& request = q.request;
-  const syntax::CompletionContext context =
-      SyntaxState::context_for(request, prompts_->mode() != FimMode::PrefixOnly);
-  if (context.decision == syntax::Decision::None) {
-    // Nothing to complete here: the server is not asked.
-    lsp::CompletionResult none;
-    none.replace_begin = none.replace_end = request.cursor;
-    none.stats = {{"backend", "remote"},
-                  {"decision", syntax::decision_name(context.decision)},
-                  {"decisionReason", context.reason},
-                  {"language", context.language},
-                  {"totalMs", ms_since(q.start)}};
-    return none;
-  }
-  const syntax::CompletionShape& shape = context.shape;
-  const auto [other_files, repo] = SyntaxState::prompt_context(request);
-  q.prompt = prompts_->build(request.text, request.cursor, PromptLimits{}, other_files, repo);
+void RemoteGenerate::prompt(PipelineRequest& q) {
+  const auto [other_files, repo] = SyntaxState::prompt_context(q.request);
+  q.prompt = prompts_->build(q.request.text, q.request.cursor, PromptLimits{}, other_files, repo);
+}
+
+Generated RemoteGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
+                                   const lsp::CancelToken& cancel, const AnswerEarly&) {
   const std::string body = request_body(q);
   server_stop_reason_.clear();
   remote::HttpClient::Headers headers;
@@ -173,24 +179,24 @@ lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::Ca
 
   // Events arrive as the server generates; the stop rules see each piece as it comes, and the
   // stream is closed as soon as they (or the deadline, counted from the first byte: the network
-  // and the server's queue are not ours to budget) say so.
-  syntax::StopRules rules(shape);
-  std::string generated, stop = "server";
-  int text_events = 0;
+  // and the server's queue are not ours to budget) say so. The server stops by itself at one
+  // of the template's stop tokens.
+  Generated generated;
+  generated.stop = engine::StopReason::StopToken;
+  CompletionStats::RemoteStream stream{.api = remote::remote_api_name(options_.remote.api)};
   std::optional<Clock::time_point> first_byte;
   remote::SseParser sse([&](const remote::SseEvent& event) {
-    bool server_stopped = false;
-    const auto text = event_text(event.data, &server_stopped);
+    const auto text = event_text(event.data);
     if (!text) return true;  // [DONE] or the last event: the response ends by itself
     if (text->empty()) return true;
-    ++text_events;
-    generated += *text;
+    ++stream.text_events;
+    generated.text += *text;
     if (rules.append(*text)) {
-      stop = "rules";
+      generated.stop = engine::StopReason::Callback;
       return false;
     }
     if (ms_since(*first_byte) > q.deadline_ms) {
-      stop = "deadline";
+      generated.stop = engine::StopReason::Deadline;
       return false;
     }
     return true;
@@ -205,73 +211,43 @@ lsp::CompletionResult RemoteCompleter::complete_remote(Request& q, const lsp::Ca
       },
       cancel.flag());
   sse.finish();
-  if (r.end == remote::StreamEnd::Cancelled) stop = "cancelled";
-  if (stop == "server" && server_stop_reason_ == "length") stop = "length";
-
-  lsp::CompletionResult result;
-  if (r.end != remote::StreamEnd::Cancelled) {
-    const bool cut_short = stop == "length" || stop == "deadline";
-    syntax::FinishedCompletion done = syntax::finish(shape, generated, cut_short);
-    result.insert_text = std::move(done.text);
-    result.replace_end = request.cursor + done.replace_after;
-  }
-  result.replace_begin = request.cursor;
-  if (result.insert_text.empty()) result.replace_end = request.cursor;
-  result.stats = {{"backend", "remote"},
-                  {"decision", syntax::decision_name(context.decision)},
-                  {"decisionReason", context.reason},
-                  {"language", context.language},
-                  {"otherFiles", q.prompt.other_files},
-                  {"api", remote::remote_api_name(options_.remote.api)},
-                  {"fim", engine::fim_mode_name(q.prompt.mode)},
-                  {"promptTokens", q.prompt.tokens.size()},
-                  {"truncated", q.prompt.truncated},
-                  {"generatedText", generated},
-                  {"events", sse.events()},
-                  {"textEvents", text_events},
-                  {"stop", stop},
-                  {"firstByteMs", r.first_byte_ms},
-                  {"reusedConnection", r.reused_connection},
-                  {"connectRetries", r.retries},
-                  {"streamClosedEarly", r.end != remote::StreamEnd::Complete},
-                  {"cancelled", r.end == remote::StreamEnd::Cancelled},
-                  {"totalMs", ms_since(q.start)}};
-  {
-    std::lock_guard lock(counters_mutex_);
-    counters_["events"] = counters_["events"].get<uint64_t>() + sse.events();
-    if (r.end == remote::StreamEnd::Cancelled)
-      counters_["cancelledStreams"] = counters_["cancelledStreams"].get<uint64_t>() + 1;
-    else
-      counters_["completed"] = counters_["completed"].get<uint64_t>() + 1;
-    if (stop == "rules")
-      counters_["streamsClosedByStopRules"] =
-          counters_["streamsClosedByStopRules"].get<uint64_t>() + 1;
-  }
-  note_success();
-  if (r.end != remote::StreamEnd::Cancelled) spdlog::info("completion: {}", result.stats.dump());
-  return result;
+  if (r.end == remote::StreamEnd::Cancelled)
+    generated.stop = engine::StopReason::Cancelled;
+  else if (generated.stop == engine::StopReason::StopToken && server_stop_reason_ == "length")
+    generated.stop = engine::StopReason::MaxTokens;
+  stream.events = sse.events();
+  stream.first_byte_ms = r.first_byte_ms;
+  stream.reused_connection = r.reused_connection;
+  stream.connect_retries = r.retries;
+  stream.closed_early = r.end != remote::StreamEnd::Complete;
+  stream.cancelled = r.end == remote::StreamEnd::Cancelled;
+  q.stats.remote = stream;
+  return generated;
 }
 
 lsp::CompletionResult RemoteCompleter::answer_without_server(const lsp::CompletionRequest& request,
                                                              const lsp::CancelToken& cancel,
                                                              const std::string& why) {
+  PipelineRequest q(request, options_.deadline_ms, options_.max_tokens);
+  q.stats.remote_skipped = why;
   if (local_) {
-    lsp::CompletionResult r = local_->complete(request, cancel);
-    r.stats["backend"] = "local";
-    r.stats["remoteSkipped"] = why;
+    lsp::CompletionResult r = run_pipeline(*local_, q, cancel, nullptr);
     std::lock_guard lock(counters_mutex_);
     counters_["answeredLocally"] = counters_["answeredLocally"].get<uint64_t>() + 1;
     return r;
   }
   lsp::CompletionResult r;
   r.replace_begin = r.replace_end = request.cursor;
-  r.stats = {{"backend", "remote"}, {"answeredEmpty", true}, {"remoteSkipped", why}};
+  q.stats.backend = CompletionStats::Backend::Remote;
+  q.stats.answered_empty = true;
+  q.stats.total_ms = ms_since(q.start);
+  r.stats = q.stats.to_json();
   std::lock_guard lock(counters_mutex_);
   counters_["answeredEmpty"] = counters_["answeredEmpty"].get<uint64_t>() + 1;
   return r;
 }
 
-std::string RemoteCompleter::request_body(const Request& q) const {
+std::string RemoteGenerate::request_body(const PipelineRequest& q) const {
   const FimTokens& fim = prompts_->fim();
   std::vector<std::string> stop;
   for (int32_t t : fim.stop) stop.emplace_back(tokenizer_->token_text(t));
@@ -320,12 +296,8 @@ std::string RemoteCompleter::request_body(const Request& q) const {
   return body.dump();
 }
 
-std::optional<std::string> RemoteCompleter::event_text(std::string_view data,
-                                                       bool* server_stopped) {
-  if (data == "[DONE]") {
-    *server_stopped = true;
-    return std::nullopt;
-  }
+std::optional<std::string> RemoteGenerate::event_text(std::string_view data) {
+  if (data == "[DONE]") return std::nullopt;
   const auto event = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
   if (event.is_discarded() || !event.is_object())
     throw remote::HttpError(
@@ -338,16 +310,12 @@ std::optional<std::string> RemoteCompleter::event_text(std::string_view data,
     const auto& choice = choices->front();
     if (auto t = choice.find("text"); t != choice.end() && t->is_string())
       text = t->get<std::string>();
-    if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string()) {
-      *server_stopped = true;
+    if (auto f = choice.find("finish_reason"); f != choice.end() && f->is_string())
       server_stop_reason_ = f->get<std::string>();
-    }
   } else if (auto content = event.find("content"); content != event.end() && content->is_string()) {
     text = content->get<std::string>();  // llama.cpp's native format (/infill, /completion)
-    if (event.value("stop", false)) {
-      *server_stopped = true;
-      if (event.value("stopped_limit", false)) server_stop_reason_ = "length";
-    }
+    if (event.value("stop", false) && event.value("stopped_limit", false))
+      server_stop_reason_ = "length";
   }
   return text;
 }
@@ -387,7 +355,7 @@ void RemoteCompleter::note_success() {
 }
 
 void RemoteCompleter::copy_http_counters() {
-  const auto c = http_->counters();
+  const auto c = server_.http().counters();
   counters_["connectionsOpened"] = c.connections_opened;
   counters_["connectionsReused"] = c.connections_reused;
   counters_["connectRetries"] = c.connect_retries;

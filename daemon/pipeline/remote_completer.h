@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/pipeline/completion_pipeline.h"
 #include "daemon/pipeline/engine_options.h"
 #include "daemon/pipeline/prompt_assembler.h"
 #include "daemon/pipeline/syntax_context.h"
@@ -26,15 +27,49 @@ class Tokenizer;
 
 namespace ghostline::daemon {
 
-// The syntax trees come from SyntaxAwareCompleter, as for the local model; the local fallback
-// takes the same attachments.
-class RemoteCompleter : public SyntaxAwareCompleter {
+// The pipeline's Generate stages on an inference server: the prompt laid out exactly as for the
+// local model (the same template and segments, so that the server's own prefix cache hits as
+// often as ours would), sent as one streamed request whose events go through the stop rules as
+// they arrive. Throws remote::HttpError when the server fails.
+class RemoteGenerate : public Generate {
  public:
   // `tokenizer_path`: a GGUF file with the model's vocabulary (weights not needed), for the FIM
-  // template and prompt layout; `local`: the completer used while the breaker is open (may be
-  // null). Throws std::invalid_argument for a bad URL or a missing API key variable.
+  // template and prompt layout. Throws std::invalid_argument for a bad URL.
+  RemoteGenerate(const EngineOptions& options, const std::string& tokenizer_path);
+  ~RemoteGenerate() override;
+
+  bool sees_suffix() const override;
+  void prompt(PipelineRequest& q) override;
+  Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
+                     const AnswerEarly& answer_early) override;
+  std::string describe() const override;
+  std::string model_name() const override;
+
+  remote::HttpClient& http() { return *http_; }
+  const remote::HttpClient& http() const { return *http_; }
+  engine::FimMode fim_mode() const { return prompts_->mode(); }
+
+ private:
+  std::string request_body(const PipelineRequest& q) const;
+  // The text of one streamed event, or nullopt when it ends the stream.
+  std::optional<std::string> event_text(std::string_view data);
+
+  EngineOptions options_;
+  std::unique_ptr<engine::Tokenizer> tokenizer_;
+  std::unique_ptr<PromptAssembler> prompts_;
+  std::unique_ptr<remote::HttpClient> http_;
+  std::string authorization_;       // "Bearer <key>", or empty
+  std::string server_stop_reason_;  // the current request's finish reason, when the server gave one
+};
+
+// The syntax trees come from SyntaxAwareCompleter, as for the local model. A server that keeps
+// failing opens the circuit breaker; meanwhile the local model (`local`, may be null) answers
+// through the same pipeline, or the request is answered empty.
+class RemoteCompleter : public SyntaxAwareCompleter {
+ public:
+  // Throws std::invalid_argument for a bad URL or a missing API key variable.
   RemoteCompleter(const EngineOptions& options, const std::string& tokenizer_path,
-                  std::unique_ptr<lsp::Completer> local);
+                  std::unique_ptr<Generate> local);
   ~RemoteCompleter() override;
 
   lsp::CompletionResult complete(const lsp::CompletionRequest& request,
@@ -44,30 +79,21 @@ class RemoteCompleter : public SyntaxAwareCompleter {
   std::string counters_json() const override;
 
  private:
-  struct Request;
-  lsp::CompletionResult complete_remote(Request& q, const lsp::CancelToken& cancel);
   lsp::CompletionResult after_failure(const lsp::CompletionRequest& request,
                                       const lsp::CancelToken& cancel, const std::string& why);
   lsp::CompletionResult answer_without_server(const lsp::CompletionRequest& request,
                                               const lsp::CancelToken& cancel,
                                               const std::string& why);
-  std::string request_body(const Request& q) const;
-  // The text of one streamed event, or nullopt when it ends the stream.
-  std::optional<std::string> event_text(std::string_view data, bool* server_stopped);
+  void count_stream(const CompletionStats& stats);
   void note_failure(const std::string& why);
   void note_success();
   void copy_http_counters();  // under counters_mutex_
 
   EngineOptions options_;
-  std::string tokenizer_path_;
-  std::unique_ptr<engine::Tokenizer> tokenizer_;
-  std::unique_ptr<PromptAssembler> prompts_;
-  std::unique_ptr<lsp::Completer> local_;
-  std::unique_ptr<remote::HttpClient> http_;
-  std::string authorization_;  // "Bearer <key>", or empty
+  RemoteGenerate server_;
+  std::unique_ptr<Generate> local_;
   remote::CircuitBreaker breaker_;
-  bool outage_announced_ = false;   // the log said the server is skipped; cleared when it answers
-  std::string server_stop_reason_;  // the current request's finish reason, when the server gave one
+  bool outage_announced_ = false;  // the log said the server is skipped; cleared when it answers
 
   // Counters for `ghostline/stats`, read from the I/O thread.
   mutable std::mutex counters_mutex_;

@@ -84,7 +84,7 @@ void expect_post_processed_server_text(const lsp::CompletionRequest& request,
   EXPECT_EQ(streamed.substr(0, generated.size()), generated)
       << "the daemon saw what the server sent";
   const std::string stop = r.stats.at("stop");
-  const bool cut_short = stop == "length" || stop == "deadline";
+  const bool cut_short = stop == "max_tokens" || stop == "deadline";
   EXPECT_EQ(r.insert_text, syntax::finish_completion(syntax::shape_at(request.text, request.cursor),
                                                      generated, cut_short));
 }
@@ -129,7 +129,7 @@ TEST(RemoteCompleter, StreamsACompletionThroughTheServer) {
   // One event per token, then the finish event and [DONE].
   EXPECT_EQ(r.stats.at("textEvents"), 6);
   EXPECT_EQ(r.stats.at("events"), 8);
-  EXPECT_EQ(r.stats.at("stop"), "length");
+  EXPECT_EQ(r.stats.at("stop"), "max_tokens");
   EXPECT_GE(r.stats.at("firstByteMs").get<double>(), 0);
   EXPECT_FALSE(r.insert_text.empty());
   expect_post_processed_server_text(request, r, served);
@@ -214,7 +214,7 @@ TEST(RemoteCompleter, StopRulesCloseTheStream) {
   auto request = request_at_end("def fib(n):\n");
   request.language_id = "python";
   const auto r = completer.complete(request, lsp::CancelToken());
-  EXPECT_EQ(r.stats.at("stop"), "rules") << r.stats.dump();
+  EXPECT_EQ(r.stats.at("stop"), "stop_rule") << r.stats.dump();
   EXPECT_EQ(r.stats.at("streamClosedEarly"), true);
   EXPECT_LT(r.stats.at("textEvents").get<int>(), 64);
   EXPECT_EQ(counters(completer).at("streamsClosedByStopRules"), 1);
