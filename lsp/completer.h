@@ -31,8 +31,14 @@ struct RequestAttachment {
   virtual ~RequestAttachment() = default;
 };
 
+// Per-document state (syntax tree, speculation statistics, completion memory) is kept under one
+// key: the session and the URI, so that two editors on one daemon never share it, and it is
+// forgotten when the session closes the document.
+using DocumentKey = std::string;
+
 struct CompletionRequest {
   std::string uri;
+  DocumentKey document_key;  // empty for a request outside a session: the uri stands for it
   std::string language_id;
   int64_t version = 0;
   std::string text;          // the document at the time of the request
@@ -96,17 +102,22 @@ class Completer {
   }
   // The I/O thread tells the completer of the documents the sessions have open, under a key
   // unique across sessions. Called on the I/O thread: must be cheap (in proportion to the edit).
-  virtual void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
+  virtual void document_opened(const DocumentKey& key, const std::string& uri, const std::string& language_id,
                                int64_t version, const std::string& text) {}
-  virtual void document_edited(const std::string& key, int64_t version, std::span<const DocumentEdit> edits) {}
-  virtual void document_closed(const std::string& key) {}
-  // I/O thread, as `request` for the document under `key` is submitted: fills
-  // request.attachment.
-  virtual void attach(CompletionRequest& request, const std::string& key) {}
+  virtual void document_edited(const DocumentKey& key, int64_t version, std::span<const DocumentEdit> edits) {}
+  // The completer forgets what it kept of the document.
+  virtual void document_closed(const DocumentKey& key) {}
+  // I/O thread, as `request` (its document_key set) is submitted: fills request.attachment.
+  virtual void attach(CompletionRequest& request) {}
   // The completer's own counters as a serialized JSON object, for `ghostline/stats` (engine
   // thread and I/O thread: must be thread-safe).
   virtual std::string counters_json() const { return "{}"; }
 };
+
+// The key of the request's document state.
+inline const DocumentKey& document_key_of(const CompletionRequest& request) {
+  return request.document_key.empty() ? request.uri : request.document_key;
+}
 
 // If `text` is `before.text` with a string inserted at `before.cursor` (the user typed at the
 // cursor), that string (possibly empty: the same text).

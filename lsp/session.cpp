@@ -556,7 +556,8 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
     request.selected_end = *e;
     request.selected_text = params.selected->text;
   }
-  completer_.attach(request, document_key(uri));
+  request.document_key = document_key(uri);
+  completer_.attach(request);
 
   std::string key = id.dump();
   if (pending_.count(key)) {

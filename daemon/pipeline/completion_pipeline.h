@@ -73,6 +73,8 @@ class Generate {
   // may be empty: then the request is answered when generation ends.
   virtual Generated generate(PipelineRequest& q, syntax::StopRules& rules,
                              const lsp::CancelToken& cancel, const AnswerEarly& answer_early) = 0;
+  // Drops what it keeps of a document (it was closed).
+  virtual void forget(const lsp::DocumentKey&) {}
   // A short description for logs and `ghostline/stats`, and the model's name.
   virtual std::string describe() const = 0;
   virtual std::string model_name() const = 0;

@@ -47,6 +47,8 @@ class PipelineCompleter : public SyntaxAwareCompleter {
   std::string model_name() const override { return generate_->model_name(); }
 
  private:
+  void forget(const lsp::DocumentKey& key) override { generate_->forget(key); }
+
   EngineOptions options_;
   std::unique_ptr<Generate> generate_;
 };

@@ -198,6 +198,7 @@ engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules
                                  .costs = &*costs_};
   auto r = engine::generate_speculative(target_->generator(), target_kv_.seq(), q.prompt.tokens,
                                         gen, spec);
+  latest_by_language_[q.request.language_id] = state;
   q.stats.speculating = true;
   q.stats.k_draft = state.draft.k();
   q.stats.k_ngram = state.ngram.k();
@@ -235,18 +236,25 @@ void EngineGenerate::record(PipelineRequest& q, const engine::GenerateResult& r)
 
 EngineGenerate::SpeculationState& EngineGenerate::speculation_state(
     const lsp::CompletionRequest& request) {
-  if (by_document_.size() > 512) by_document_.clear();
-  const engine::VerifyCost cost = target_->generator().verify_cost();
-  auto [it, added] = by_document_.try_emplace(
-      request.uri,
-      SpeculationState{engine::AdaptiveK::for_draft(cost), engine::AdaptiveK::for_ngram(cost)});
-  if (added)
+  const lsp::DocumentKey& key = lsp::document_key_of(request);
+  auto it = by_document_.find(key);
+  if (it == by_document_.end()) {
+    if (by_document_.size() >= kMaxDocuments)
+      by_document_.erase(std::min_element(by_document_.begin(), by_document_.end(),
+                                          [](const auto& a, const auto& b) {
+                                            return a.second.used < b.second.used;
+                                          }));
+    const engine::VerifyCost cost = target_->generator().verify_cost();
+    SpeculationState fresh{engine::AdaptiveK::for_draft(cost), engine::AdaptiveK::for_ngram(cost)};
     if (auto lang = latest_by_language_.find(request.language_id);
         lang != latest_by_language_.end())
-      if (auto latest = by_document_.find(lang->second); latest != by_document_.end())
-        it->second = latest->second;
-  latest_by_language_[request.language_id] = request.uri;
+      fresh = lang->second;
+    it = by_document_.emplace(key, fresh).first;
+  }
+  it->second.used = ++clock_;
   return it->second;
 }
+
+void EngineGenerate::forget(const lsp::DocumentKey& key) { by_document_.erase(key); }
 
 }  // namespace ghostline::daemon

@@ -30,9 +30,12 @@ class EngineGenerate : public Generate {
   void match(PipelineRequest& q) override;
   Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
                      const AnswerEarly& answer_early) override;
+  void forget(const lsp::DocumentKey& key) override;
   std::string describe() const override;
   std::string model_name() const override;
 
+  // Documents whose speculation statistics are kept; beyond it the least recently used goes.
+  static constexpr size_t kMaxDocuments = 512;
   // Prefill of an uncached prompt may use this share of the deadline; decoding gets the rest.
   static constexpr double kPrefillShare = 0.6;
   static constexpr int kMinPrefillTokens = 64;
@@ -46,6 +49,7 @@ class EngineGenerate : public Generate {
   // latest state of its language.
   struct SpeculationState {
     engine::AdaptiveK draft, ngram;
+    uint64_t used = 0;  // when it was last used, for eviction
   };
   SpeculationState& speculation_state(const lsp::CompletionRequest& request);
   bool use_cache() const { return !options_.no_prefix_cache; }
@@ -67,8 +71,9 @@ class EngineGenerate : public Generate {
   // then the KV leases (cache match stage) that generation extends.
   cache::PrefixCache::Match match_;
   KvLease target_kv_, draft_kv_;
-  std::unordered_map<std::string, SpeculationState> by_document_;
-  std::unordered_map<std::string, std::string> latest_by_language_;
+  std::unordered_map<lsp::DocumentKey, SpeculationState> by_document_;
+  std::unordered_map<std::string, SpeculationState> latest_by_language_;
+  uint64_t clock_ = 0;
   // What a proposal costs on this machine, measured as the models run (shared by documents).
   std::optional<engine::SpeculationCosts> costs_;
 };

@@ -9,7 +9,7 @@ MemoCompleter::MemoCompleter(std::unique_ptr<lsp::Completer> inner, bool prefetc
 
 std::optional<lsp::CompletionResult> MemoCompleter::recall(const lsp::CompletionRequest& request) {
   if (request.has_selected) return std::nullopt;
-  auto recalled = memory_.recall(request.uri, request.text, request.cursor);
+  auto recalled = memory_.recall(lsp::document_key_of(request), request.text, request.cursor);
   if (!recalled) return std::nullopt;
   lsp::CompletionResult result;
   result.insert_text = std::move(recalled->rest);
@@ -34,7 +34,7 @@ lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::Complet
   // A cancelled run may have stopped anywhere: only whole completions are remembered.
   if (!cancel.cancelled() && !request.has_selected && result.replace_begin == request.cursor &&
       result.replace_end == request.cursor)
-    memory_.remember(request.uri, request.text, request.cursor, result.insert_text);
+    memory_.remember(lsp::document_key_of(request), request.text, request.cursor, result.insert_text);
   return result;
 }
 

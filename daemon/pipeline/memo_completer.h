@@ -34,8 +34,11 @@ class MemoCompleter : public lsp::Completer {
   void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
     inner_->document_edited(key, version, edits);
   }
-  void document_closed(const std::string& key) override { inner_->document_closed(key); }
-  void attach(lsp::CompletionRequest& request, const std::string& key) override { inner_->attach(request, key); }
+  void document_closed(const std::string& key) override {
+    memory_.forget(key);
+    inner_->document_closed(key);
+  }
+  void attach(lsp::CompletionRequest& request) override { inner_->attach(request); }
 
   uint64_t inner_calls() const { return inner_calls_.load(); }
 

@@ -84,6 +84,9 @@ class RemoteCompleter : public SyntaxAwareCompleter {
   lsp::CompletionResult answer_without_server(const lsp::CompletionRequest& request,
                                               const lsp::CancelToken& cancel,
                                               const std::string& why);
+  void forget(const lsp::DocumentKey& key) override {
+    if (local_) local_->forget(key);
+  }
   void count_stream(const CompletionStats& stats);
   void note_failure(const std::string& why);
   void note_success();

@@ -89,10 +89,17 @@ class SyntaxAwareCompleter : public lsp::Completer {
   void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
     syntax_.edited(key, version, edits);
   }
-  void document_closed(const std::string& key) override { syntax_.closed(key); }
-  void attach(lsp::CompletionRequest& request, const std::string& key) override {
-    request.attachment = syntax_.attach(request, key);
+  void document_closed(const std::string& key) override {
+    syntax_.closed(key);
+    forget(key);
   }
+  void attach(lsp::CompletionRequest& request) override {
+    request.attachment = syntax_.attach(request, request.document_key);
+  }
+
+ protected:
+  // What the completer keeps per document besides its tree: dropped as the document closes.
+  virtual void forget(const lsp::DocumentKey&) {}
 
  private:
   SyntaxState syntax_{/*cross_file=*/true};

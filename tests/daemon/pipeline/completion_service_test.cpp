@@ -153,7 +153,8 @@ TEST(CompletionService, OtherDocumentsDefinitionsReachTheCachedHeadOfThePrompt) 
     r.language_id = "python";
     r.version = version;
     r.max_tokens = 4;
-    service->attach(r, "s\nmain");
+    r.document_key = "s\nmain";
+    service->attach(r);
     return service->complete(r, never);
   };
   auto first = ask(main, 1);

@@ -46,6 +46,22 @@ TEST(MemoCompleter, TypingThroughIsAnsweredWithoutTheInnerCompleter) {
   EXPECT_EQ(memo.inner_calls(), 1u);
 }
 
+TEST(MemoCompleter, EachSessionsDocumentHasItsOwnMemoryForgottenOnClose) {
+  MemoCompleter memo(std::make_unique<FixedCompleter>("return x"), true);
+  lsp::CancelToken token;
+  auto in = [](std::string key, std::string text, size_t cursor) {
+    auto r = at(std::move(text), cursor);
+    r.document_key = std::move(key);
+    return r;
+  };
+  memo.complete(in("1\nfile:///a.py", "f(x):\n  \n", 8), token);
+  // Another editor with the same file open does not see this editor's completions.
+  EXPECT_FALSE(memo.recall(in("2\nfile:///a.py", "f(x):\n  ret\n", 11)));
+  EXPECT_TRUE(memo.recall(in("1\nfile:///a.py", "f(x):\n  ret\n", 11)));
+  memo.document_closed("1\nfile:///a.py");
+  EXPECT_FALSE(memo.recall(in("1\nfile:///a.py", "f(x):\n  ret\n", 11)));
+}
+
 TEST(MemoCompleter, CancelledRunsAreNotRemembered) {
   MemoCompleter memo(std::make_unique<FixedCompleter>("partial"), true);
   lsp::CancelToken token;
