@@ -182,7 +182,7 @@ CompletionShape shape_at(std::string_view text, size_t cursor) {
   return shape;
 }
 
-bool should_stop(const CompletionShape& shape, std::string_view generated) {
+bool reaches_stop_point(const CompletionShape& shape, std::string_view generated) {
   StopRules rules(shape);
   return rules.append(generated);
 }
@@ -254,8 +254,14 @@ bool StopRules::append(std::string_view piece) {
 
 FinishedCompletion finish(const CompletionShape& shape, std::string_view generated, bool cut_short) {
   StopRules rules(shape);
-  const bool reached_stop = rules.append(generated);
-  std::string_view g = whole_characters(generated.substr(0, rules.cut()));
+  rules.append(generated);
+  return finish(rules, generated, cut_short);
+}
+
+FinishedCompletion finish(const StopRules& rules, std::string_view generated, bool cut_short) {
+  const CompletionShape& shape = rules.shape();
+  const bool reached_stop = rules.stopped();
+  std::string_view g = whole_characters(generated.substr(0, std::min(rules.cut(), generated.size())));
   if (cut_short && !reached_stop) g = clean_end(shape, g);
   g = trim_right(g);
 

@@ -42,8 +42,8 @@ CompletionShape shape_at(std::string_view text, size_t cursor);
 // Columns of indentation of `line` (a tab advances to the next multiple of 4).
 int indent_columns(std::string_view line);
 
-// Whether generation can stop now, given the text generated so far.
-bool should_stop(const CompletionShape& shape, std::string_view generated);
+// Whether the text generated so far has reached its stop point (StopRules over all of it).
+bool reaches_stop_point(const CompletionShape& shape, std::string_view generated);
 
 // The stop rules as the text arrives, a token's text at a time; the work per piece is in
 // proportion to its own length. finish() cuts at the same point.
@@ -55,6 +55,8 @@ class StopRules {
   bool append(std::string_view piece);
   // Where the completion ends in the text appended so far (its size while not stopped).
   size_t cut() const { return stopped_ ? cut_ : pos_; }
+  bool stopped() const { return stopped_; }
+  const CompletionShape& shape() const { return shape_; }
 
  private:
   void stop_at(size_t cut) {
@@ -92,7 +94,12 @@ struct FinishedCompletion {
 // a clean boundary: the last whole line of a block, or the end of the last whole word.
 FinishedCompletion finish(const CompletionShape& shape, std::string_view generated, bool cut_short = false);
 
-// finish(), when the caller inserts at the cursor only.
+// finish() of text that went through `rules` as it arrived (`generated` is exactly what was
+// appended): the rules' cut is taken as it is, not found again.
+FinishedCompletion finish(const StopRules& rules, std::string_view generated, bool cut_short = false);
+
+// finish(), when the caller inserts at the cursor only (the text alone: the interface every
+// version of this file has, which tools/bench/stop_rules_eval.cpp measures older versions by).
 std::string finish_completion(const CompletionShape& shape, std::string_view generated,
                               bool cut_short = false);
 

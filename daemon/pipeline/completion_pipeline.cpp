@@ -24,13 +24,16 @@ syntax::CompletionContext context_stage(const lsp::CompletionRequest& request, b
   return SyntaxState::context_for(request, sees_suffix);
 }
 
-lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generated& generated) {
+lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generated& generated,
+                                         const syntax::StopRules& rules) {
   lsp::CompletionResult result;
   const size_t cursor = q.request.cursor;
   result.replace_begin = result.replace_end = cursor;
   if (generated.stop == engine::StopReason::Cancelled && generated.text.empty()) return result;
   syntax::FinishedCompletion done =
-      syntax::finish(q.context.shape, generated.text, generated.cut_short());
+      generated.through_rules
+          ? syntax::finish(rules, generated.text, generated.cut_short())
+          : syntax::finish(q.context.shape, generated.text, generated.cut_short());
   result.insert_text = std::move(done.text);
   if (!result.insert_text.empty()) result.replace_end = cursor + done.replace_after;
   return result;
@@ -86,8 +89,8 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
       answer_now(partial);
     };
   Generated generated;
+  syntax::StopRules rules(q.context.shape);
   {
-    syntax::StopRules rules(q.context.shape);
     StageTimer t(stats.stages.generate);
     generated = generate.generate(q, rules, cancel, answer_early);
   }
@@ -96,7 +99,7 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
   lsp::CompletionResult result;
   {
     StageTimer t(stats.stages.post_process);
-    result = post_process_stage(q, generated);
+    result = post_process_stage(q, generated, rules);
   }
   result.steps_after_cancel = generated.steps_after_cancel;
   stats.total_ms = ms_since(q.start);

@@ -44,6 +44,9 @@ struct PipelineRequest {
 // What the generate stage made, for the post-process stage.
 struct Generated {
   std::string text;  // the visible text generated (well-formed UTF-8), before post-processing
+  // Whether `text` is exactly what went through the stop rules, piece by piece: then their cut
+  // is final; otherwise (the text had to be mended) the post-process stage finds it again.
+  bool through_rules = false;
   engine::StopReason stop = engine::StopReason::MaxTokens;
   // Model steps that finished after the request was cancelled (work wasted on a stale request).
   int steps_after_cancel = 0;
@@ -68,8 +71,9 @@ class Generate {
   virtual void prompt(PipelineRequest& q) = 0;
   // Stage 3: the longest cached prefix of q.prompt, held for the generate stage.
   virtual void match(PipelineRequest&) {}
-  // Stage 4: generates under `rules` (each piece of text goes to rules.append as it arrives,
-  // and generation stops once it returns true), fills its part of q.stats. `answer_early`
+  // Stage 4: generates under `rules` (each piece of visible text goes to rules.append as it
+  // arrives, and generation stops once it returns true), fills its part of q.stats. The text
+  // is decoded once, as it arrives. `answer_early`
   // may be empty: then the request is answered when generation ends.
   virtual Generated generate(PipelineRequest& q, syntax::StopRules& rules,
                              const lsp::CancelToken& cancel, const AnswerEarly& answer_early) = 0;
@@ -83,8 +87,9 @@ class Generate {
 // Stage 1: the context of the cursor (the request's syntax tree when it has one).
 syntax::CompletionContext context_stage(const lsp::CompletionRequest& request, bool sees_suffix);
 
-// Stage 5: the text to show, from what was generated.
-lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generated& generated);
+// Stage 5: the text to show, from what was generated under `rules`.
+lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generated& generated,
+                                         const syntax::StopRules& rules);
 
 // Runs the stages in order, each timed into q.stats, and returns the result with its stats.
 // A cursor where nothing is to be completed takes no model time. `answer_now` may be empty.

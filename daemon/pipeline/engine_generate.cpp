@@ -143,8 +143,9 @@ Generated EngineGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
                                    const lsp::CancelToken& cancel,
                                    const AnswerEarly& answer_early) {
   engine::GenerateResult r;
+  std::string text;
   try {
-    r = run(q, rules, cancel, answer_early);
+    r = run(q, rules, cancel, answer_early, text);
   } catch (...) {
     target_kv_ = KvLease();  // unlocks the cached prefix; the sequence's new blocks go back
     draft_kv_ = KvLease();
@@ -155,25 +156,35 @@ Generated EngineGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
   if (use_draft()) draft_kv_.keep(q.prompt.tokens, r.tokens, use_cache());
   target_->update_prefill_rate(r);
   record(q, r);
-  return Generated{.text = visible_text(r.tokens),
-                   .stop = r.reason,
-                   .steps_after_cancel = r.speculation.steps_after_cancel};
+  // Tokens are bytes: a character may be cut where generation stopped, and a model may generate
+  // bytes no character has; only well formed UTF-8 is shown (and can go out as JSON).
+  Generated generated;
+  generated.text = utf8_well_formed(text);
+  generated.through_rules = generated.text == text;
+  generated.stop = r.reason;
+  generated.steps_after_cancel = r.speculation.steps_after_cancel;
+  return generated;
 }
 
 // Speculation: n-gram proposals always, the draft model's when there is one. The draft's KV
 // comes from its own radix tree; it catches up on the prompt only if it proposes.
 engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules& rules,
                                            const lsp::CancelToken& cancel,
-                                           const AnswerEarly& answer_early) {
+                                           const AnswerEarly& answer_early, std::string& text) {
   const auto& tokenizer = target_->model().tokenizer();
   engine::GenerateOptions gen;
   gen.max_tokens = q.max_tokens;
   gen.stop_tokens = prompts_->fim().stop;
   gen.cancel = cancel.flag();
   gen.deadline = q.start + std::chrono::milliseconds(q.deadline_ms);
+  // Each token is decoded once, as it is accepted: its text goes to the completion and through
+  // the stop rules (control tokens are never shown).
   gen.should_stop = [&](int32_t token) {
+    if (tokenizer.is_control(token)) return rules.stopped();
     const int32_t one[1] = {token};
-    return rules.append(tokenizer.decode_continuation(one));
+    const size_t before = text.size();
+    text += tokenizer.decode_continuation(one);
+    return rules.append(std::string_view(text).substr(before));
   };
   if (answer_early) {
     // The reply is due at the deadline with what is ready; the work goes on a while longer
@@ -182,7 +193,7 @@ engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules
     gen.deadline = q.start + std::chrono::milliseconds(
                                  std::max(q.deadline_ms * kKeepWorkingFactor, 1000));
     gen.on_answer_by = [&](std::span<const int32_t> tokens) {
-      answer_early(visible_text(tokens), static_cast<int>(tokens.size()));
+      answer_early(utf8_well_formed(text), static_cast<int>(tokens.size()));
     };
   }
   if (options_.speculation == SpeculationMode::Off)
@@ -203,16 +214,6 @@ engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules
   q.stats.k_draft = state.draft.k();
   q.stats.k_ngram = state.ngram.k();
   return r;
-}
-
-// Tokens are bytes: a character may be cut where generation stopped, and a model may generate
-// bytes no character has; only well formed UTF-8 is shown (and can go out as JSON).
-std::string EngineGenerate::visible_text(std::span<const int32_t> tokens) const {
-  const auto& tokenizer = target_->model().tokenizer();
-  std::vector<int32_t> visible;
-  for (int32_t token : tokens)
-    if (!tokenizer.is_control(token)) visible.push_back(token);
-  return utf8_well_formed(tokenizer.decode_continuation(visible));
 }
 
 void EngineGenerate::record(PipelineRequest& q, const engine::GenerateResult& r) const {

@@ -55,10 +55,10 @@ class EngineGenerate : public Generate {
   bool use_cache() const { return !options_.no_prefix_cache; }
   bool use_draft() const;
   void load_draft(int threads);
+  // Generates, decoding each accepted token once into `text`.
   engine::GenerateResult run(PipelineRequest& q, syntax::StopRules& rules,
-                             const lsp::CancelToken& cancel, const AnswerEarly& answer_early);
-  // The text of generated tokens, without control tokens, as well-formed UTF-8.
-  std::string visible_text(std::span<const int32_t> tokens) const;
+                             const lsp::CancelToken& cancel, const AnswerEarly& answer_early,
+                             std::string& text);
   void record(PipelineRequest& q, const engine::GenerateResult& r) const;
 
   EngineOptions options_;

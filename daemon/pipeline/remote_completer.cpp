@@ -182,6 +182,7 @@ Generated RemoteGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
   // and the server's queue are not ours to budget) say so. The server stops by itself at one
   // of the template's stop tokens.
   Generated generated;
+  generated.through_rules = true;  // text from JSON strings: well-formed as it comes
   generated.stop = engine::StopReason::StopToken;
   CompletionStats::RemoteStream stream{.api = remote::remote_api_name(options_.remote.api)};
   std::optional<Clock::time_point> first_byte;

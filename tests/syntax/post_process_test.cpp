@@ -27,8 +27,8 @@ TEST(CompletionShape, BlankLineAsksForABlock) {
 
 TEST(FinishCompletion, SingleLineStopsAtTheLineBreak) {
   CompletionShape shape;
-  EXPECT_TRUE(should_stop(shape, "x + 1\n    y"));
-  EXPECT_FALSE(should_stop(shape, "x + 1"));
+  EXPECT_TRUE(reaches_stop_point(shape, "x + 1\n    y"));
+  EXPECT_FALSE(reaches_stop_point(shape, "x + 1"));
   EXPECT_EQ(finish_completion(shape, "x + 1  \n    y"), "x + 1");
 }
 
@@ -37,8 +37,8 @@ TEST(FinishCompletion, BlockStopsAtABlankLineOrMaxLines) {
   shape.single_line = false;
   shape.max_lines = 3;
   EXPECT_EQ(finish_completion(shape, "a = 1\nb = 2\n\nc = 3"), "a = 1\nb = 2");
-  EXPECT_FALSE(should_stop(shape, "a = 1\nb = 2\n"));
-  EXPECT_TRUE(should_stop(shape, "a\nb\nc\nd"));
+  EXPECT_FALSE(reaches_stop_point(shape, "a = 1\nb = 2\n"));
+  EXPECT_TRUE(reaches_stop_point(shape, "a\nb\nc\nd"));
   EXPECT_EQ(finish_completion(shape, "a\nb\nc\nd"), "a\nb\nc");
 }
 
@@ -168,8 +168,8 @@ TEST(StopRules, AgreesWithShouldStopOnEveryPrefix) {
       std::string piece;
       for (int n = int(rng() % 3); n >= 0; --n) piece += alphabet[rng() % std::size(alphabet)];
       text += piece;
-      ASSERT_EQ(rules.append(piece), should_stop(shape, text)) << "trial " << trial << " text '" << text << "'";
-      if (should_stop(shape, text)) break;
+      ASSERT_EQ(rules.append(piece), reaches_stop_point(shape, text)) << "trial " << trial << " text '" << text << "'";
+      if (reaches_stop_point(shape, text)) break;
     }
   }
 }

@@ -26,6 +26,7 @@ class ScriptedGenerate : public Generate {
   Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
                      const AnswerEarly& answer_early) override {
     Generated g;
+    g.through_rules = true;
     g.stop = engine::StopReason::StopToken;
     for (size_t i = 0; i < pieces_.size(); ++i) {
       if (cancel.cancelled()) {
