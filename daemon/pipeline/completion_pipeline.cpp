@@ -64,8 +64,14 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
     return result;
   }
   {
-    StageTimer t(stats.stages.prompt);
-    generate.prompt(q);
+    // A prompt bounded by what is cached looks up the cache as it is built: that time is the
+    // cache match stage's.
+    const double matched_before = stats.stages.cache_match;
+    {
+      StageTimer t(stats.stages.prompt);
+      generate.prompt(q);
+    }
+    stats.stages.prompt -= stats.stages.cache_match - matched_before;
   }
   stats.fim = q.prompt.mode;
   stats.truncated = q.prompt.truncated;

@@ -67,7 +67,8 @@ class Generate {
   virtual ~Generate() = default;
   // Whether the model sees the text after the cursor (its prompts are fill-in-the-middle).
   virtual bool sees_suffix() const = 0;
-  // Stage 2: q.prompt (and, for the local engine, q.max_tokens lowered to what fits).
+  // Stage 2: q.prompt (and, for the local engine, q.max_tokens lowered to what fits). Time it
+  // spends looking up the cache goes into q.stats.stages.cache_match.
   virtual void prompt(PipelineRequest& q) = 0;
   // Stage 3: the longest cached prefix of q.prompt, held for the generate stage.
   virtual void match(PipelineRequest&) {}

@@ -102,8 +102,13 @@ void EngineGenerate::prompt(PipelineRequest& q) {
   limits.max_prefix_tokens =
       std::min(limits.max_prefix_tokens, std::max(16, room - prompts_->max_suffix_tokens(limits)));
   const auto [other_files, repo] = SyntaxState::prompt_context(request);
+  auto match = [&] {
+    const auto start = Clock::now();
+    match_ = target_->match(q.prompt.tokens, use_cache());
+    q.stats.stages.cache_match += ms_since(start);
+  };
   q.prompt = prompts_->build(request.text, request.cursor, limits, other_files, repo);
-  match_ = target_->match(q.prompt.tokens, use_cache());
+  match();
 
   const double prefill_budget_ms = q.deadline_ms * kPrefillShare - ms_since(q.start);
   const int budget_tokens = std::max(
@@ -117,7 +122,7 @@ void EngineGenerate::prompt(PipelineRequest& q) {
     if (keep_prefix >= q.prompt.prefix_tokens) break;
     limits.max_prefix_tokens = keep_prefix;
     q.prompt = prompts_->build(request.text, request.cursor, limits, other_files, repo);
-    match_ = target_->match(q.prompt.tokens, use_cache());
+    match();
     q.stats.prefill_bound = CompletionStats::PrefillBound{
         .budget_tokens = budget_tokens,
         .dropped_prompt_tokens = full_prompt_tokens - static_cast<int>(q.prompt.tokens.size())};
