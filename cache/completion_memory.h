@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,9 +26,14 @@ class CompletionMemory {
   // Keeps the latest `per_document` completions of each of the latest `documents` documents.
   explicit CompletionMemory(size_t per_document = 4, size_t documents = 32);
 
-  // `completion` was made for `text` with the cursor at byte `cursor` (inserted there).
-  void remember(std::string_view document, std::string_view text, size_t cursor,
+  // `completion` was made for `text` with the cursor at byte `cursor` (inserted there). The
+  // text is kept shared, not copied.
+  void remember(std::string_view document, std::shared_ptr<const std::string> text, size_t cursor,
                 std::string_view completion);
+  void remember(std::string_view document, std::string_view text, size_t cursor,
+                std::string_view completion) {
+    remember(document, std::make_shared<const std::string>(text), cursor, completion);
+  }
 
   struct Recalled {
     std::string rest;  // what is left of the completion after the typed part
@@ -43,7 +49,11 @@ class CompletionMemory {
 
  private:
   struct Entry {
-    std::string before, after, completion;
+    std::shared_ptr<const std::string> text;
+    size_t cursor = 0;
+    std::string completion;
+    std::string_view before() const { return std::string_view(*text).substr(0, cursor); }
+    std::string_view after() const { return std::string_view(*text).substr(cursor); }
   };
   struct Document {
     std::deque<Entry> entries;  // newest first

@@ -14,6 +14,7 @@
 
 #include "lsp/cancel_token.h"
 #include "lsp/document_store.h"
+#include "lsp/shared_text.h"
 
 namespace ghostline::lsp {
 
@@ -41,7 +42,7 @@ struct CompletionRequest {
   DocumentKey document_key;  // empty for a request outside a session: the uri stands for it
   std::string language_id;
   int64_t version = 0;
-  std::string text;          // the document at the time of the request
+  SharedText text;           // the document at the time of the request (shared, not copied)
   size_t cursor = 0;         // byte offset of the cursor in text
   TriggerKind trigger = TriggerKind::Automatic;
   int max_tokens = 0;        // 0: the completer's default

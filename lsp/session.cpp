@@ -541,7 +541,9 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
   request.uri = uri;
   request.language_id = snapshot->language_id();
   request.version = snapshot->version();
-  request.text = snapshot->text();
+  // The version the store holds, shared: the store copies it before changing it while a
+  // request holds it.
+  request.text = SharedText(std::shared_ptr<const std::string>(snapshot, &snapshot->text()));
   request.cursor = *cursor;
   request.max_tokens = settings_.max_tokens;
   request.deadline_ms = settings_.deadline_ms;

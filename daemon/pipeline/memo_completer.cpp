@@ -34,7 +34,8 @@ lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::Complet
   // A cancelled run may have stopped anywhere: only whole completions are remembered.
   if (!cancel.cancelled() && !request.has_selected && result.replace_begin == request.cursor &&
       result.replace_end == request.cursor)
-    memory_.remember(lsp::document_key_of(request), request.text, request.cursor, result.insert_text);
+    memory_.remember(lsp::document_key_of(request), request.text.share(), request.cursor,
+                     result.insert_text);
   return result;
 }
 
@@ -45,7 +46,9 @@ std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(const lsp::Comple
     return std::nullopt;
   // The document as it is once the user accepts the completion.
   lsp::CompletionRequest next = request;
-  next.text.insert(request.cursor, result.insert_text);
+  std::string accepted = request.text;
+  accepted.insert(request.cursor, result.insert_text);
+  next.text = std::move(accepted);
   next.cursor = request.cursor + result.insert_text.size();
   next.trigger = lsp::TriggerKind::Automatic;
   return next;

@@ -185,7 +185,9 @@ class RememberingCompleter : public Completer {
   std::optional<CompletionRequest> follow_up(const CompletionRequest& r, const CompletionResult& result) override {
     if (!prefetch_) return std::nullopt;
     CompletionRequest next = r;
-    next.text.insert(r.cursor, result.insert_text);
+    std::string accepted = r.text;
+    accepted.insert(r.cursor, result.insert_text);
+    next.text = std::move(accepted);
     next.cursor += result.insert_text.size();
     return next;
   }
