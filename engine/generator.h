@@ -66,11 +66,11 @@ struct GenerateOptions {
   std::optional<std::chrono::steady_clock::time_point> deadline{};
   // Called with each accepted token as it is generated (streaming).
   std::function<void(int32_t token)> on_token{};
-  // When set, on_answer_by is called once, with the tokens generated so far, at the first decode
+  // When set, on_answer_early is called once, with the tokens generated so far, at the first decode
   // step after this time; generation goes on to the deadline. The caller answers with what is
   // ready by then and keeps computing.
-  std::optional<std::chrono::steady_clock::time_point> answer_by{};
-  std::function<void(std::span<const int32_t> generated)> on_answer_by{};
+  std::optional<std::chrono::steady_clock::time_point> answer_early_at{};
+  std::function<void(std::span<const int32_t> generated)> on_answer_early{};
 };
 
 // Decode work of one generation, for speculative decoding and cancellation accounting. The

@@ -32,9 +32,10 @@ bool StopConditions::accept(int32_t token, GenerateResult& r) const {
 }
 
 bool StopConditions::may_forward(GenerateResult& r) const {
-  if (!answered_ && options_.answer_by && options_.on_answer_by && Clock::now() >= *options_.answer_by) {
+  if (!answered_ && options_.answer_early_at && options_.on_answer_early &&
+      Clock::now() >= *options_.answer_early_at) {
     answered_ = true;
-    options_.on_answer_by(r.tokens);
+    options_.on_answer_early(r.tokens);
   }
   if (is_set(options_.cancel)) {
     r.reason = StopReason::Cancelled;

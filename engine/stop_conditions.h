@@ -26,7 +26,7 @@ class StopConditions {
   // generation. False: generation ended, r.reason says why.
   bool accept(int32_t token, GenerateResult& r) const;
   // Before any forward call: the cancel flag (Cancelled), then the deadline (Deadline). Calls
-  // on_answer_by once when answer_by has passed.
+  // on_answer_early once when answer_early_at has passed.
   bool may_forward(GenerateResult& r) const;
   // Before the forward that extends the target sequence: may_forward, then the context length
   // (ContextFull).

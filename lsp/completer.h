@@ -76,12 +76,13 @@ class Completer {
   // Runs on the engine thread. Must check `cancel` between steps and return promptly once it
   // is set (whatever it returns then is discarded).
   virtual CompletionResult complete(const CompletionRequest& request, const CancelToken& cancel) = 0;
-  // Runs on the engine thread, as complete(), but may call `answer_now` (at most once, on the
+  // Runs on the engine thread, as complete(), but may call `answer_early` (at most once, on the
   // engine thread) with what is ready when the reply is due: the request is answered with it
   // while the work goes on, and a final result that shows more is announced to the client.
-  using AnswerNow = std::function<void(const CompletionResult& partial)>;
-  virtual CompletionResult complete_answering_early(const CompletionRequest& request, const CancelToken& cancel,
-                                                    const AnswerNow& answer_now) {
+  using AnswerEarly = std::function<void(const CompletionResult& partial)>;
+  virtual CompletionResult complete_answering_early(const CompletionRequest& request,
+                                                    const CancelToken& cancel,
+                                                    const AnswerEarly& answer_early) {
     return complete(request, cancel);
   }
   // A short description for logs and `ghostline/stats` (e.g. the model file).

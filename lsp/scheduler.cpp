@@ -21,7 +21,7 @@ struct Scheduler::Job {
   uint64_t recent_serial = UINT64_MAX;  // I/O thread: its entry in recent_stats_, once answered
   Clock::time_point submitted_at;
   Clock::time_point ready_at;
-  bool internal = false;            // prefetch: made by the scheduler, answers nobody
+  bool prefetch = false;            // made by the scheduler in idle time, answers nobody
   std::atomic<bool> kept{false};    // answered as cancelled, work kept (set on the I/O thread)
   bool answered = false;            // I/O thread only
   // I/O thread only: the text typed at the cursor since the request, while every edit stayed
@@ -86,7 +86,7 @@ Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRe
     std::lock_guard lock(mutex_);
     // Idle work (prefetch, kept work of other documents) gives way to a real request.
     for (auto q = queue_.begin(); q != queue_.end();) {
-      if ((*q)->internal) {
+      if ((*q)->prefetch) {
         (*q)->token.cancel();
         ++counters_.prefetch_preempted;
         q = queue_.erase(q);
@@ -94,7 +94,8 @@ Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRe
         ++q;
       }
     }
-    if (running_ && !(continues_running && running_ == run) && (running_->internal || running_->kept))
+    if (running_ && !(continues_running && running_ == run) &&
+        (running_->prefetch || running_->kept))
       running_->token.cancel();
   }
 
@@ -194,8 +195,9 @@ void Scheduler::cancel_document(const std::string& document_key, CancelReason re
 void Scheduler::document_edited(const std::string& document_key, std::span<const DocumentEdit> edits,
                                 std::string_view text) {
   auto run = running();
-  const bool typed_on = run && run->document_key == document_key &&
-                        (run->internal ? typed_at_cursor(run->request, text).has_value() : run->typed_through(edits));
+  const bool typed_on =
+      run && run->document_key == document_key &&
+      (run->prefetch ? typed_at_cursor(run->request, text).has_value() : run->typed_through(edits));
   answer_pending(document_key, run, typed_on, CancelReason::Edited);
   if (run && run->document_key == document_key && !typed_on) run->token.cancel();
 }
@@ -249,8 +251,8 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
   outcome.queue_ms = ms_between(job->submitted_at, started);
   // Set on the engine thread when the completer answers early; read there after it returns.
   std::optional<std::string> answered_with;
-  const Completer::AnswerNow answer_now = [&](const CompletionResult& partial) {
-    if (job->internal || answered_with) return;
+  const Completer::AnswerEarly answer_early = [&](const CompletionResult& partial) {
+    if (job->prefetch || answered_with) return;
     answered_with = partial.insert_text;
     Outcome early{Outcome::Kind::Completed, partial, {}, outcome.queue_ms, ms_between(started, Clock::now())};
     {
@@ -265,8 +267,9 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
   };
   if (run) {
     try {
-      outcome.result = job->updated ? completer_.complete_answering_early(job->request, job->token, answer_now)
-                                    : completer_.complete(job->request, job->token);
+      outcome.result =
+          job->updated ? completer_.complete_answering_early(job->request, job->token, answer_early)
+                       : completer_.complete(job->request, job->token);
     } catch (const std::exception& e) {
       outcome.kind = Outcome::Kind::Failed;
       outcome.error = e.what();
@@ -288,7 +291,7 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
     counters_.steps_after_cancel += wasted;
     counters_.max_steps_after_cancel = std::max(counters_.max_steps_after_cancel, wasted);
   }
-  if (job->internal) {
+  if (job->prefetch) {
     if (!cancelled && outcome.kind == Outcome::Kind::Completed) ++counters_.prefetch_finished;
     else if (cancelled) ++counters_.prefetch_preempted;
     return;
@@ -321,12 +324,12 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
   }
   lock.lock();
   if (next && queue_.empty() && !stopping_) {
-    auto prefetch = std::make_shared<Job>();
-    prefetch->document_key = job->document_key;
-    prefetch->request = std::move(*next);
-    prefetch->internal = true;
-    prefetch->submitted_at = prefetch->ready_at = Clock::now();
-    queue_.push_back(std::move(prefetch));
+    auto ahead = std::make_shared<Job>();
+    ahead->document_key = job->document_key;
+    ahead->request = std::move(*next);
+    ahead->prefetch = true;
+    ahead->submitted_at = ahead->ready_at = Clock::now();
+    queue_.push_back(std::move(ahead));
     ++counters_.prefetch_started;
   }
 }

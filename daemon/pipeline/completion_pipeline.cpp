@@ -41,7 +41,7 @@ lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generat
 
 lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
                                    const lsp::CancelToken& cancel,
-                                   const lsp::Completer::AnswerNow& answer_now) {
+                                   const lsp::Completer::AnswerEarly& answer_early) {
   CompletionStats& stats = q.stats;
   {
     StageTimer t(stats.stages.context);
@@ -84,21 +84,21 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
     StageTimer t(stats.stages.cache_match);
     generate.match(q);
   }
-  AnswerEarly answer_early;
-  if (answer_now)
-    answer_early = [&](std::string_view text, int tokens) {
+  AnswerEarlyText answer_early_text;
+  if (answer_early)
+    answer_early_text = [&](std::string_view text, int tokens) {
       lsp::CompletionResult partial;
       partial.insert_text = syntax::finish_completion(q.context.shape, text, /*cut_short=*/true);
       partial.replace_begin = partial.replace_end = q.request.cursor;
       partial.stats = {
           {"answeredEarly", true}, {"generatedTokens", tokens}, {"totalMs", ms_since(q.start)}};
-      answer_now(partial);
+      answer_early(partial);
     };
   Generated generated;
   syntax::StopRules rules(q.context.shape);
   {
     StageTimer t(stats.stages.generate);
-    generated = generate.generate(q, rules, cancel, answer_early);
+    generated = generate.generate(q, rules, cancel, answer_early_text);
   }
   stats.stop = generated.stop;
   stats.generated_text = generated.text;

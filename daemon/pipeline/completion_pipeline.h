@@ -59,7 +59,7 @@ struct Generated {
 
 // Called at most once during the generate stage with the text ready when the reply is due
 // (`tokens`: how many tokens it came from); the work goes on after it.
-using AnswerEarly = std::function<void(std::string_view text, int tokens)>;
+using AnswerEarlyText = std::function<void(std::string_view text, int tokens)>;
 
 // Stages 2-4: what turns the request into generated text.
 class Generate {
@@ -74,10 +74,11 @@ class Generate {
   virtual void match(PipelineRequest&) {}
   // Stage 4: generates under `rules` (each piece of visible text goes to rules.append as it
   // arrives, and generation stops once it returns true), fills its part of q.stats. The text
-  // is decoded once, as it arrives. `answer_early`
-  // may be empty: then the request is answered when generation ends.
+  // is decoded once, as it arrives. `answer_early_text` may be empty: then the request is
+  // answered when generation ends.
   virtual Generated generate(PipelineRequest& q, syntax::StopRules& rules,
-                             const lsp::CancelToken& cancel, const AnswerEarly& answer_early) = 0;
+                             const lsp::CancelToken& cancel,
+                             const AnswerEarlyText& answer_early_text) = 0;
   // Drops what it keeps of a document (it was closed).
   virtual void forget(const lsp::DocumentKey&) {}
   // A short description for logs and `ghostline/stats`, and the model's name.
@@ -93,9 +94,9 @@ lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generat
                                          const syntax::StopRules& rules);
 
 // Runs the stages in order, each timed into q.stats, and returns the result with its stats.
-// A cursor where nothing is to be completed takes no model time. `answer_now` may be empty.
+// A cursor where nothing is to be completed takes no model time. `answer_early` may be empty.
 lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
                                    const lsp::CancelToken& cancel,
-                                   const lsp::Completer::AnswerNow& answer_now);
+                                   const lsp::Completer::AnswerEarly& answer_early);
 
 }  // namespace ghostline::daemon

@@ -39,9 +39,9 @@ class PipelineCompleter : public SyntaxAwareCompleter {
   }
   lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request,
                                                  const lsp::CancelToken& cancel,
-                                                 const AnswerNow& answer_now) override {
+                                                 const AnswerEarly& answer_early) override {
     PipelineRequest q(request, options_.deadline_ms, options_.max_tokens);
-    return run_pipeline(*generate_, q, cancel, answer_now);
+    return run_pipeline(*generate_, q, cancel, answer_early);
   }
   std::string describe() const override { return generate_->describe(); }
   std::string model_name() const override { return generate_->model_name(); }

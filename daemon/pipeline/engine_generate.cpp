@@ -146,11 +146,11 @@ void EngineGenerate::match(PipelineRequest& q) {
 
 Generated EngineGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
                                    const lsp::CancelToken& cancel,
-                                   const AnswerEarly& answer_early) {
+                                   const AnswerEarlyText& answer_early_text) {
   engine::GenerateResult r;
   std::string text;
   try {
-    r = run(q, rules, cancel, answer_early, text);
+    r = run(q, rules, cancel, answer_early_text, text);
   } catch (...) {
     target_kv_ = KvLease();  // unlocks the cached prefix; the sequence's new blocks go back
     draft_kv_ = KvLease();
@@ -175,7 +175,8 @@ Generated EngineGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
 // comes from its own radix tree; it catches up on the prompt only if it proposes.
 engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules& rules,
                                            const lsp::CancelToken& cancel,
-                                           const AnswerEarly& answer_early, std::string& text) {
+                                           const AnswerEarlyText& answer_early_text,
+                                           std::string& text) {
   const auto& tokenizer = target_->model().tokenizer();
   engine::GenerateOptions gen;
   gen.max_tokens = q.max_tokens;
@@ -191,14 +192,14 @@ engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules
     text += tokenizer.decode_continuation(one);
     return rules.append(std::string_view(text).substr(before));
   };
-  if (answer_early) {
+  if (answer_early_text) {
     // The reply is due at the deadline with what is ready; the work goes on a while longer
     // (the kept-work path: a keystroke that does not continue it stops it).
-    gen.answer_by = gen.deadline;
+    gen.answer_early_at = gen.deadline;
     gen.deadline = q.start + std::chrono::milliseconds(
                                  std::max(q.deadline_ms * kKeepWorkingFactor, 1000));
-    gen.on_answer_by = [&](std::span<const int32_t> tokens) {
-      answer_early(utf8_well_formed(text), static_cast<int>(tokens.size()));
+    gen.on_answer_early = [&](std::span<const int32_t> tokens) {
+      answer_early_text(utf8_well_formed(text), static_cast<int>(tokens.size()));
     };
   }
   if (options_.speculation == SpeculationMode::Off)

@@ -29,7 +29,7 @@ class EngineGenerate : public Generate {
   void prompt(PipelineRequest& q) override;
   void match(PipelineRequest& q) override;
   Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
-                     const AnswerEarly& answer_early) override;
+                     const AnswerEarlyText& answer_early_text) override;
   void forget(const lsp::DocumentKey& key) override;
   std::string describe() const override;
   std::string model_name() const override;
@@ -57,8 +57,8 @@ class EngineGenerate : public Generate {
   void load_draft(int threads);
   // Generates, decoding each accepted token once into `text`.
   engine::GenerateResult run(PipelineRequest& q, syntax::StopRules& rules,
-                             const lsp::CancelToken& cancel, const AnswerEarly& answer_early,
-                             std::string& text);
+                             const lsp::CancelToken& cancel,
+                             const AnswerEarlyText& answer_early_text, std::string& text);
   void record(PipelineRequest& q, const engine::GenerateResult& r) const;
 
   EngineOptions options_;

@@ -25,12 +25,13 @@ lsp::CompletionResult MemoCompleter::complete(const lsp::CompletionRequest& requ
 
 lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::CompletionRequest& request,
                                                               const lsp::CancelToken& cancel,
-                                                              const AnswerNow& answer_now) {
+                                                              const AnswerEarly& answer_early) {
   // Queued behind work that has meanwhile made what this request needs.
   if (auto result = recall(request)) return std::move(*result);
   ++inner_calls_;
   lsp::CompletionResult result =
-      answer_now ? inner_->complete_answering_early(request, cancel, answer_now) : inner_->complete(request, cancel);
+      answer_early ? inner_->complete_answering_early(request, cancel, answer_early)
+                   : inner_->complete(request, cancel);
   // A cancelled run may have stopped anywhere: only whole completions are remembered.
   if (!cancel.cancelled() && !request.has_selected && result.replace_begin == request.cursor &&
       result.replace_end == request.cursor)

@@ -18,8 +18,9 @@ class MemoCompleter : public lsp::Completer {
   MemoCompleter(std::unique_ptr<lsp::Completer> inner, bool prefetch);
 
   lsp::CompletionResult complete(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel) override;
-  lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel,
-                                                 const AnswerNow& answer_now) override;
+  lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request,
+                                                 const lsp::CancelToken& cancel,
+                                                 const AnswerEarly& answer_early) override;
   std::string describe() const override { return inner_->describe(); }
   std::string model_name() const override { return inner_->model_name(); }
   bool ready() const override { return inner_->ready(); }

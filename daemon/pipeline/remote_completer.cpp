@@ -171,7 +171,7 @@ void RemoteGenerate::prompt(PipelineRequest& q) {
 }
 
 Generated RemoteGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
-                                   const lsp::CancelToken& cancel, const AnswerEarly&) {
+                                   const lsp::CancelToken& cancel, const AnswerEarlyText&) {
   const std::string body = request_body(q);
   server_stop_reason_.clear();
   remote::HttpClient::Headers headers;

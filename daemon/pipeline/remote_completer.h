@@ -41,7 +41,7 @@ class RemoteGenerate : public Generate {
   bool sees_suffix() const override;
   void prompt(PipelineRequest& q) override;
   Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
-                     const AnswerEarly& answer_early) override;
+                     const AnswerEarlyText& answer_early_text) override;
   std::string describe() const override;
   std::string model_name() const override;
 

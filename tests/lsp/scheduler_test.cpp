@@ -250,8 +250,8 @@ class EarlyAnsweringCompleter : public Completer {
     return complete_answering_early(r, cancel, nullptr);
   }
   CompletionResult complete_answering_early(const CompletionRequest& r, const CancelToken& cancel,
-                                            const AnswerNow& answer_now) override {
-    if (answer_now) answer_now({"par", r.cursor, r.cursor, {{"answeredEarly", true}}});
+                                            const AnswerEarly& answer_early) override {
+    if (answer_early) answer_early({"par", r.cursor, r.cursor, {{"answeredEarly", true}}});
     for (int i = 0; i < 20 && !cancel.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return {final_, r.cursor, r.cursor, {{"generatedText", final_}}};
   }

@@ -24,7 +24,7 @@ class ScriptedGenerate : public Generate {
   }
   void match(PipelineRequest&) override { ++matches; }
   Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
-                     const AnswerEarly& answer_early) override {
+                     const AnswerEarlyText& answer_early_text) override {
     Generated g;
     g.through_rules = true;
     g.stop = engine::StopReason::StopToken;
@@ -33,7 +33,8 @@ class ScriptedGenerate : public Generate {
         g.stop = engine::StopReason::Cancelled;
         break;
       }
-      if (i == answer_early_after && answer_early) answer_early(g.text, static_cast<int>(i));
+      if (i == answer_early_after && answer_early_text)
+        answer_early_text(g.text, static_cast<int>(i));
       g.text += pieces_[i];
       q.stats.generated_tokens = static_cast<int>(i + 1);
       if (rules.append(pieces_[i])) {
