@@ -1,5 +1,5 @@
-// The subcommands of the `ghostline` binary. Each lives in its own daemon/cmd_*.cpp and is
-// listed once in daemon/commands.cpp.
+// The subcommands of the `ghostline` binary. Each lives in its own daemon/cli/cmd_*.cpp and is
+// listed once in daemon/cli/commands.cpp.
 #pragma once
 
 #include <span>

@@ -1,5 +1,5 @@
-// The completion pipeline behind the LSP server: document text -> FIM prompt -> engine ->
-// post-processed completion, one timed stage per step (see completion_service.cpp).
+// The completer behind the LSP server: the completion pipeline (completion_pipeline.h) over the
+// local model (engine_generate.h) or an inference server (remote_completer.h).
 #pragma once
 
 #include <memory>

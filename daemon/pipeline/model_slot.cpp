@@ -53,12 +53,12 @@ ModelSlot::~ModelSlot() {
   cache_.reset();
 }
 
-// Tokens per millisecond of one prefill chunk of kMaxChunk tokens (which also pages the weights
-// in).
 int ModelSlot::max_sequence_tokens() const {
   return std::min(model_->n_ctx(), pool_->capacity() * engine::KvBlockPool::kBlockTokens);
 }
 
+// Tokens per millisecond of one prefill chunk of kMaxChunk tokens (which also pages the weights
+// in).
 double ModelSlot::measure_prefill() {
   // A small KV budget bounds the measuring prompt too.
   const int n = std::min({kMaxChunk, model_->n_ctx() / 2, max_sequence_tokens()});
