@@ -1,4 +1,5 @@
-// Matmul kernels compiled for the AVX2 level; only reached after a CPUID check.
+// Matmul kernels compiled for the AVX2 level (256-bit floats, maddubs integer dots); only reached
+// after a CPUID check.
 #include <immintrin.h>
 
 #include <cstring>
@@ -9,11 +10,31 @@
 
 namespace ghostline::engine::cpu::kernels {
 namespace {
-#include "engine/backend/cpu/matmul_simd.inc"
+// Helpers of every concern below.
+#include "engine/backend/cpu/matmul_simd_common.inc"
+// Decode of the file's rows.
+#include "engine/backend/cpu/matmul_decode.inc"
+// Decode of packed weights, 8 rows to a vector.
+#include "engine/backend/cpu/matmul_packed256.inc"
+// KernelSet::decode_rows over the above.
+#include "engine/backend/cpu/matmul_decode_rows.inc"
+// Float prefill.
+#include "engine/backend/cpu/matmul_prefill_f32.inc"
+// Int8 prefill: the shared layout,
+#include "engine/backend/cpu/matmul_prefill_int8.inc"
+// the kernels with 256-bit vectors,
+#include "engine/backend/cpu/matmul_prefill_int8_256.inc"
+// and the panel loop.
+#include "engine/backend/cpu/matmul_prefill_int8_panels.inc"
 }  // namespace
 
 const KernelSet& avx2_kernels() {
-  return level_kernels();
+  static const KernelSet set{
+      kPanelRows,           kPrefillTokens, kScratchFloats, decode_rows, prefill_panels,
+      /*quads=*/false,      kQ8Tokens,      q8_group,       pack_q8,     prefill_q8_panels,
+      q8_scratch_floats,    nullptr,
+      /*reads_packed=*/true};
+  return set;
 }
 
 }  // namespace ghostline::engine::cpu::kernels
