@@ -59,7 +59,7 @@ int make_model_main(std::span<char* const> args) {
   }
   for (uint32_t id = 0; id < 64 && !known; ++id)
     if (auto t = engine::ggml_type_traits(id);
-        t && t->name == type && engine::cpu::can_quantize(static_cast<engine::GgmlType>(id))) {
+        t && t->name == type && engine::gguf::can_quantize(static_cast<engine::GgmlType>(id))) {
       spec.type = static_cast<engine::GgmlType>(id);
       known = true;
     }

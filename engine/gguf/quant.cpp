@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ghostline::engine::cpu {
+namespace ghostline::engine::gguf {
 
 float fp16_to_fp32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
@@ -369,4 +369,4 @@ void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
   }
 }
 
-}  // namespace ghostline::engine::cpu
+}  // namespace ghostline::engine::gguf

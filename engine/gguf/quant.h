@@ -8,7 +8,7 @@
 
 #include "engine/gguf/ggml_type.h"
 
-namespace ghostline::engine::cpu {
+namespace ghostline::engine::gguf {
 
 inline constexpr int kQK8_0 = 32;        // values per Q8_0 / Q4_0 block
 inline constexpr int kQK_K = 256;        // values per K-quant super-block
@@ -187,4 +187,4 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 // Quantizes `n` floats (a multiple of 256) to Q8_K blocks (d = max|x| / 127, bsums filled).
 void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
 
-}  // namespace ghostline::engine::cpu
+}  // namespace ghostline::engine::gguf

@@ -8,7 +8,7 @@
 
 #include "engine/gguf/quant.h"
 
-namespace ghostline::engine::cpu {
+namespace ghostline::engine::gguf {
 namespace {
 
 int nearest(float v) {
@@ -320,4 +320,4 @@ void quantize_row(GgmlType type, const float* x, std::byte* dst, int64_t n) {
   }
 }
 
-}  // namespace ghostline::engine::cpu
+}  // namespace ghostline::engine::gguf

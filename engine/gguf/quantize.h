@@ -9,7 +9,7 @@
 
 #include "engine/gguf/ggml_type.h"
 
-namespace ghostline::engine::cpu {
+namespace ghostline::engine::gguf {
 
 // Whether quantize_row writes `type`.
 bool can_quantize(GgmlType type);
@@ -18,4 +18,4 @@ bool can_quantize(GgmlType type);
 // `dst`. Throws std::invalid_argument for another type or a partial block.
 void quantize_row(GgmlType type, const float* x, std::byte* dst, int64_t n);
 
-}  // namespace ghostline::engine::cpu
+}  // namespace ghostline::engine::gguf

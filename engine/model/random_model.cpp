@@ -93,7 +93,7 @@ class RowWriter {
     return float(int32_t(state_ >> 32)) * 0x1.0p-31f;
   }
   void encode(GgmlType type, int64_t cols) {
-    cpu::quantize_row(type, values_.data(), row_.data(), cols);
+    gguf::quantize_row(type, values_.data(), row_.data(), cols);
   }
 
   uint64_t state_;
@@ -172,7 +172,7 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
   if (s.k_m_mix && s.type != GgmlType::Q4_K && s.type != GgmlType::Q5_K)
     throw std::runtime_error("the _K_M mixes are of Q4_K or Q5_K, not " +
                              std::string(ggml_type_name(s.type)));
-  if (!cpu::can_quantize(s.type))
+  if (!gguf::can_quantize(s.type))
     throw std::runtime_error("random models cannot be written as " +
                              std::string(ggml_type_name(s.type)));
   // The vocabulary: another file's, or the 256 byte tokens, two-character merges of printable

@@ -25,7 +25,7 @@ struct RandomModelSpec {
   int n_ff = 4864;
   int n_ctx = 32768;
   bool tied_output = true;
-  // Type of the matrices (norms and biases stay F32): any type cpu::can_quantize writes. Where
+  // Type of the matrices (norms and biases stay F32): any type gguf::can_quantize writes. Where
   // a row is not a multiple of 256 values a K-quant or IQ4_XS falls back as llama-quantize's
   // does (incompatible_row_fallback).
   GgmlType type = GgmlType::Q8_0;

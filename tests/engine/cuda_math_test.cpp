@@ -25,7 +25,7 @@ uint32_t bits(float f) {
 
 TEST(CudaMathTest, HalfToFloatMatchesTheQuantCodeOnEveryValue) {
   for (uint32_t h = 0; h <= 0xFFFF; ++h)
-    ASSERT_EQ(bits(m::half_to_float(uint16_t(h))), bits(cpu::fp16_to_fp32(uint16_t(h)))) << h;
+    ASSERT_EQ(bits(m::half_to_float(uint16_t(h))), bits(gguf::fp16_to_fp32(uint16_t(h)))) << h;
 }
 
 TEST(CudaMathTest, FloatToHalfRoundsAsTheQuantCode) {
@@ -39,12 +39,12 @@ TEST(CudaMathTest, FloatToHalfRoundsAsTheQuantCode) {
     values.push_back(i % 2 ? v : -v);
   }
   for (uint32_t h = 0; h < 0x7C00; ++h) {  // every finite half and the midpoints around it
-    const float f = cpu::fp16_to_fp32(uint16_t(h));
+    const float f = gguf::fp16_to_fp32(uint16_t(h));
     values.push_back(f);
     values.push_back(std::nextafter(f, INFINITY));
-    values.push_back((f + cpu::fp16_to_fp32(uint16_t(h + 1))) / 2);
+    values.push_back((f + gguf::fp16_to_fp32(uint16_t(h + 1))) / 2);
   }
-  for (float v : values) ASSERT_EQ(m::float_to_half(v), cpu::fp32_to_fp16(v)) << v;
+  for (float v : values) ASSERT_EQ(m::float_to_half(v), gguf::fp32_to_fp16(v)) << v;
   EXPECT_EQ(m::float_to_half(NAN) & 0x7C00, 0x7C00);
   EXPECT_NE(m::float_to_half(NAN) & 0x3FF, 0);
 }
@@ -58,7 +58,7 @@ std::vector<uint8_t> random_row(GgmlType type, int n, std::initializer_list<int>
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
   for (size_t block = 0; block < row.size() / traits.block_bytes; ++block)
     for (int off : scale_offsets) {
-      const uint16_t h = cpu::fp32_to_fp16(scale(rng));
+      const uint16_t h = gguf::fp32_to_fp16(scale(rng));
       std::memcpy(&row[block * traits.block_bytes + size_t(off)], &h, 2);
     }
   return row;
@@ -83,7 +83,8 @@ TEST(CudaMathTest, DequantizedElementsMatchTheQuantCode) {
     if (c.type == GgmlType::F16 || c.type == GgmlType::BF16)  // finite values only
       for (int i = 0; i < n; ++i) row[size_t(2 * i + 1)] &= 0x3F;
     std::vector<float> expected(n);
-    cpu::dequantize_row(c.type, reinterpret_cast<const std::byte*>(row.data()), expected.data(), n);
+    gguf::dequantize_row(c.type, reinterpret_cast<const std::byte*>(row.data()), expected.data(),
+                         n);
     for (int e = 0; e < n; ++e)
       ASSERT_FLOAT_EQ(c.element(row.data(), e), expected[size_t(e)])
           << ggml_type_name(c.type) << " element " << e;
@@ -164,8 +165,8 @@ TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
     std::vector<float> q(d);
     std::vector<uint16_t> keys(size_t(n_keys) * d), values(size_t(n_keys) * d);
     for (float& v : q) v = normal(rng) * 2;
-    for (uint16_t& k : keys) k = cpu::fp32_to_fp16(normal(rng));
-    for (uint16_t& v : values) v = cpu::fp32_to_fp16(normal(rng));
+    for (uint16_t& k : keys) k = gguf::fp32_to_fp16(normal(rng));
+    for (uint16_t& v : values) v = gguf::fp32_to_fp16(normal(rng));
 
     // Reference backend: scores in double, max-subtracted exp, weighted sum of values.
     std::vector<double> score(static_cast<size_t>(n_keys));
@@ -173,7 +174,7 @@ TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
     for (int p = 0; p < n_keys; ++p) {
       double s = 0;
       for (int i = 0; i < d; ++i)
-        s += double(q[size_t(i)]) * cpu::fp16_to_fp32(keys[size_t(p * d + i)]);
+        s += double(q[size_t(i)]) * gguf::fp16_to_fp32(keys[size_t(p * d + i)]);
       score[size_t(p)] = s / std::sqrt(double(d));
       max_score = std::max(max_score, score[size_t(p)]);
     }
@@ -183,7 +184,7 @@ TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
     for (int i = 0; i < d; ++i)
       for (int p = 0; p < n_keys; ++p)
         expected[size_t(i)] +=
-            score[size_t(p)] / sum * cpu::fp16_to_fp32(values[size_t(p * d + i)]);
+            score[size_t(p)] / sum * gguf::fp16_to_fp32(values[size_t(p * d + i)]);
 
     // The kernel's decomposition.
     std::vector<m::SoftmaxState> state(warps);

@@ -17,6 +17,20 @@
 namespace ghostline::engine::cpu {
 namespace {
 
+using gguf::BlockIq4Xs;
+using gguf::BlockQ2_K;
+using gguf::BlockQ3_K;
+using gguf::BlockQ4_0;
+using gguf::BlockQ4_K;
+using gguf::BlockQ5_K;
+using gguf::BlockQ6_K;
+using gguf::BlockQ8_0;
+using gguf::dequantize_row;
+using gguf::fp32_to_bf16;
+using gguf::fp32_to_fp16;
+using gguf::kQK8_0;
+using gguf::kQK_K;
+
 // A random matrix with every bit pattern of the quant values and sane, finite scales; with
 // `fill`, every byte of the quant values is that byte instead.
 std::vector<std::byte> random_weights(GgmlType type, int64_t rows, int64_t cols, std::mt19937& rng,

@@ -14,7 +14,7 @@
 #include "engine/gguf/quantize.h"
 #include "gguf_tensor_locator.h"
 
-namespace ghostline::engine::cpu {
+namespace ghostline::engine::gguf {
 namespace {
 
 uint32_t bits_of(float f) {
@@ -311,4 +311,4 @@ TEST(DequantizeRow, RejectsPartialBlocksAndUnsupportedTypes) {
 }
 
 }  // namespace
-}  // namespace ghostline::engine::cpu
+}  // namespace ghostline::engine::gguf

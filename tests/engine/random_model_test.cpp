@@ -97,7 +97,7 @@ TEST_P(RandomModelTest, QuantizedWeightsDecodeCloseToTheirSource) {
   const GgufTensor* t = file->tensor("blk.0.attn_q.weight");
   ASSERT_NE(t, nullptr);
   std::vector<float> row(64);
-  cpu::dequantize_row(t->type, t->data, row.data(), 64);
+  gguf::dequantize_row(t->type, t->data, row.data(), 64);
   double sum_abs = 0;
   for (float v : row) {
     EXPECT_LE(std::abs(v), 0.0351);

@@ -202,11 +202,11 @@ TEST_P(VecOpsTest, Fp16RowsMatchTheScalarConversionsExactly) {
     }
     std::vector<uint16_t> h(n);
     ops().fp32_to_fp16(x.data(), n, h.data());
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h[i], fp32_to_fp16(x[i])) << "index " << i;
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(h[i], gguf::fp32_to_fp16(x[i])) << "index " << i;
     std::vector<float> back(n);
     ops().fp16_to_fp32(h.data(), n, back.data());
     for (int64_t i = 0; i < n; ++i) {
-      const float want = fp16_to_fp32(h[i]);
+      const float want = gguf::fp16_to_fp32(h[i]);
       ASSERT_EQ(std::memcmp(&back[i], &want, 4), 0) << "index " << i;
     }
   }

@@ -21,6 +21,7 @@ namespace {
 
 using engine::GgmlType;
 namespace cpu = engine::cpu;
+namespace gguf = engine::gguf;
 
 struct Shape {
   const char* name;
@@ -59,10 +60,10 @@ std::unique_ptr<std::byte[]> make_weights(GgmlType type, int64_t rows, int64_t c
   uint16_t table[4096];
   for (auto& t : table) {
     const float f = (static_cast<float>(next(s) % 20001) - 10000.0f) * 1e-5f;
-    t = type == GgmlType::BF16 ? cpu::fp32_to_bf16(f) : cpu::fp32_to_fp16(f);
+    t = type == GgmlType::BF16 ? gguf::fp32_to_bf16(f) : gguf::fp32_to_fp16(f);
   }
   auto put16 = [&](size_t off, uint16_t v) { std::memcpy(data.get() + off, &v, 2); };
-  const uint16_t scale = cpu::fp32_to_fp16(0.001f);
+  const uint16_t scale = gguf::fp32_to_fp16(0.001f);
   switch (type) {
     case GgmlType::F32:
       for (size_t i = 0; i < bytes; i += 4) {
@@ -90,8 +91,8 @@ std::unique_ptr<std::byte[]> make_weights(GgmlType type, int64_t rows, int64_t c
       break;
     }
     case GgmlType::Q6_K:
-      for (size_t off = 0; off < bytes; off += sizeof(cpu::BlockQ6_K))
-        put16(off + offsetof(cpu::BlockQ6_K, d), scale);
+      for (size_t off = 0; off < bytes; off += sizeof(gguf::BlockQ6_K))
+        put16(off + offsetof(gguf::BlockQ6_K, d), scale);
       break;
     default:
       break;

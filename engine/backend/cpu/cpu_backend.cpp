@@ -132,9 +132,9 @@ class CpuBackend final : public Backend {
         cpu::matmul_packed_row(output_, batch.tokens[t], &x_[size_t(t) * E]);
         continue;
       }
-      cpu::dequantize_row(w.token_embd->type,
-                          w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
-                          &x_[size_t(t) * E], E);
+      gguf::dequantize_row(w.token_embd->type,
+                           w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
+                           &x_[size_t(t) * E], E);
     }
     if (c.embd_scale != 1.0f) ops_.scale(x_.data(), int64_t(n) * E, c.embd_scale);
     fill_rope_table(batch.start_pos, n);

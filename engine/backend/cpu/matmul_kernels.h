@@ -10,6 +10,29 @@
 
 namespace ghostline::engine::cpu::kernels {
 
+// The block formats the kernels read (engine/gguf/quant.h), by their own names.
+using gguf::bf16_to_fp32;
+using gguf::BlockIq4Nl;
+using gguf::BlockIq4Xs;
+using gguf::BlockQ2_K;
+using gguf::BlockQ3_K;
+using gguf::BlockQ4_0;
+using gguf::BlockQ4_1;
+using gguf::BlockQ4_K;
+using gguf::BlockQ5_0;
+using gguf::BlockQ5_1;
+using gguf::BlockQ5_K;
+using gguf::BlockQ6_K;
+using gguf::BlockQ8_0;
+using gguf::dequantize_row;
+using gguf::fp16_to_fp32;
+using gguf::iq4_xs_scale;
+using gguf::k_scale_min;
+using gguf::kIq4nlValues;
+using gguf::kQK8_0;
+using gguf::kQK_K;
+using gguf::q3_k_scales;
+
 // Activations quantized for integer dot products, n_tokens rows of `cols` values each:
 // q[t * cols + k], one float scale per block of `block` values (32 for Q8_0/Q4_0 weights, 256
 // for K-quants) at d[t * cols / block + b], and the sum of every 16 consecutive q at

@@ -50,11 +50,11 @@ void scale_scalar(float* x, int64_t n, float s) {
 }
 
 void fp16_to_fp32_scalar(const uint16_t* src, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = gguf::fp16_to_fp32(src[i]);
 }
 
 void fp32_to_fp16_scalar(const float* src, int64_t n, uint16_t* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = gguf::fp32_to_fp16(src[i]);
 }
 
 float dot_scalar(const float* a, const float* b, int64_t n) {

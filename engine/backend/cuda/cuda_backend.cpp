@@ -240,9 +240,9 @@ class CudaBackend final : public Backend {
       std::vector<float> row(size_t(m.cols));
       std::vector<uint16_t> half(size_t(m.cols) * m.rows);
       for (int r = 0; r < m.rows; ++r) {
-        cpu::dequantize_row(t->type, t->data + size_t(r) * m.row_bytes, row.data(), m.cols);
+        gguf::dequantize_row(t->type, t->data + size_t(r) * m.row_bytes, row.data(), m.cols);
         for (int i = 0; i < m.cols; ++i)
-          half[size_t(r) * m.cols + i] = cpu::fp32_to_fp16(row[size_t(i)]);
+          half[size_t(r) * m.cols + i] = gguf::fp32_to_fp16(row[size_t(i)]);
       }
       m.type = static_cast<uint32_t>(GgmlType::F16);
       m.row_bytes = size_t(m.cols) * 2;
@@ -255,7 +255,7 @@ class CudaBackend final : public Backend {
   const float* vector_f32(const GgufTensor* t) {
     const int64_t n = t->shape[0];
     std::vector<float> v(static_cast<size_t>(n));
-    cpu::dequantize_row(t->type, t->data, v.data(), n);
+    gguf::dequantize_row(t->type, t->data, v.data(), n);
     return reinterpret_cast<const float*>(
         upload(reinterpret_cast<const std::byte*>(v.data()), v.size() * sizeof(float)));
   }

@@ -26,7 +26,7 @@ void matmul(const GgufTensor& w, const std::vector<float>& x, int n, std::vector
   std::vector<float> row(static_cast<size_t>(cols));
   y.assign(static_cast<size_t>(n * rows), 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
-    cpu::dequantize_row(w.type, w.data + r * row_bytes, row.data(), cols);
+    gguf::dequantize_row(w.type, w.data + r * row_bytes, row.data(), cols);
     for (int t = 0; t < n; ++t) {
       double sum = 0;
       for (int64_t c = 0; c < cols; ++c) sum += double(row[c]) * x[t * cols + c];
@@ -123,9 +123,9 @@ class ReferenceBackend final : public Backend {
         gate, up;
     const size_t embd_row_bytes = ggml_row_bytes(w.token_embd->type, E);
     for (int t = 0; t < n; ++t)
-      cpu::dequantize_row(w.token_embd->type,
-                          w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
-                          x.data() + size_t(t) * E, E);
+      gguf::dequantize_row(w.token_embd->type,
+                           w.token_embd->data + size_t(batch.tokens[t]) * embd_row_bytes,
+                           x.data() + size_t(t) * E, E);
     if (c.embd_scale != 1.0f)
       for (float& e : x) e *= c.embd_scale;
 
@@ -158,7 +158,7 @@ class ReferenceBackend final : public Backend {
           for (int p = 0; p <= pos; ++p) {
             const uint16_t* kp = kv_row(batch, l, p, /*values=*/false) + kvh * d;
             double s = 0;
-            for (int i = 0; i < d; ++i) s += double(qh[i]) * cpu::fp16_to_fp32(kp[i]);
+            for (int i = 0; i < d; ++i) s += double(qh[i]) * gguf::fp16_to_fp32(kp[i]);
             score[size_t(p)] = s / std::sqrt(double(d));
             max_score = std::max(max_score, score[size_t(p)]);
           }
@@ -169,7 +169,7 @@ class ReferenceBackend final : public Backend {
             double acc = 0;
             for (int p = 0; p <= pos; ++p)
               acc += score[size_t(p)] / sum *
-                     cpu::fp16_to_fp32(kv_row(batch, l, p, /*values=*/true)[kvh * d + i]);
+                     gguf::fp16_to_fp32(kv_row(batch, l, p, /*values=*/true)[kvh * d + i]);
             out[i] = static_cast<float>(acc);
           }
         }
@@ -217,8 +217,8 @@ class ReferenceBackend final : public Backend {
     uint16_t* kd = pool_.keys(id, layer) + size_t(pos % kB) * pool_.kv_dim();
     uint16_t* vd = pool_.values(id, layer) + size_t(pos % kB) * pool_.kv_dim();
     for (int i = 0; i < pool_.kv_dim(); ++i) {
-      kd[i] = cpu::fp32_to_fp16(k[i]);
-      vd[i] = cpu::fp32_to_fp16(v[i]);
+      kd[i] = gguf::fp32_to_fp16(k[i]);
+      vd[i] = gguf::fp32_to_fp16(v[i]);
     }
   }
 
