@@ -447,26 +447,4 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool,
   return std::make_unique<CpuBackend>(model, pool, o);
 }
 
-std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool,
-                                      const BackendOptions& options) {
-  switch (options.kind) {
-    case BackendKind::Reference:
-      return make_reference_backend(model, pool);
-    case BackendKind::Cuda:
-      return make_cuda_backend(model, pool, options);
-    case BackendKind::Auto:
-      if (cuda_status().available) {
-        try {
-          return make_cuda_backend(model, pool, options);
-        } catch (const BackendUnavailable&) {
-          // A model the CUDA backend does not implement runs on the CPU.
-        }
-      }
-      break;
-    case BackendKind::Cpu:
-      break;
-  }
-  return make_cpu_backend(model, pool, options);
-}
-
 }  // namespace ghostline::engine
