@@ -23,15 +23,17 @@ engine::BackendKind engine_backend(BackendChoice choice, std::string* note) {
       break;
   }
   const engine::CudaStatus status = engine::cuda_status();
-  if (status.available) return engine::BackendKind::Auto;
-  const std::string why = "CUDA backend not used (" + status.description + "): running on the CPU";
-  if (note) {
-    *note = why;
-  } else {
-    static std::once_flag said;
-    std::call_once(said, [&] { spdlog::info("{}", why); });
+  if (!status.available) {
+    const std::string why =
+        "CUDA backend not used (" + status.description + "): running on the CPU";
+    if (note) {
+      *note = why;
+    } else {
+      static std::once_flag said;
+      std::call_once(said, [&] { spdlog::info("{}", why); });
+    }
   }
-  return engine::BackendKind::Cpu;
+  return engine::BackendKind::Auto;
 }
 
 }  // namespace ghostline::daemon

@@ -21,7 +21,8 @@ enum class SpeculationMode {
   Off,    // one target step per token (to measure what speculation saves)
 };
 
-// Where completions are computed. Auto: CUDA when built and a device exists, else the CPU.
+// Where completions are computed: an engine backend (Auto, Cpu, Cuda: engine_backend() gives its
+// engine::BackendKind, and engine::make_backend resolves Auto) or an inference server (Remote).
 enum class BackendChoice { Auto, Cpu, Cuda, Remote };
 
 std::optional<BackendChoice> parse_backend_choice(std::string_view word);

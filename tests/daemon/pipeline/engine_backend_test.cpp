@@ -26,16 +26,16 @@ TEST(EngineBackendTest, CpuIsAlwaysTheCpu) {
   EXPECT_EQ(engine_backend(BackendChoice::Cpu), engine::BackendKind::Cpu);
 }
 
-TEST(EngineBackendTest, AutoAndCudaFollowTheDevice) {
+TEST(EngineBackendTest, AutoIsLeftToTheEngineAndCudaFollowsTheDevice) {
   const engine::CudaStatus status = engine::cuda_status();
   std::string note;
+  // make_backend resolves auto, with the model at hand.
+  EXPECT_EQ(engine_backend(BackendChoice::Auto, &note), engine::BackendKind::Auto);
   if (status.available) {
-    EXPECT_EQ(engine_backend(BackendChoice::Auto, &note), engine::BackendKind::Auto);
     EXPECT_TRUE(note.empty());
     EXPECT_EQ(engine_backend(BackendChoice::Cuda), engine::BackendKind::Cuda);
   } else {
-    // Without a device auto says why and runs on the CPU; cuda is an error naming the reason.
-    EXPECT_EQ(engine_backend(BackendChoice::Auto, &note), engine::BackendKind::Cpu);
+    // Without a device auto says why it will run on the CPU; cuda is an error naming the reason.
     EXPECT_NE(note.find(status.description), std::string::npos) << note;
     try {
       engine_backend(BackendChoice::Cuda);
