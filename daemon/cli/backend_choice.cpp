@@ -6,11 +6,19 @@
 #include "daemon/pipeline/engine_backend.h"
 
 namespace ghostline::daemon {
+namespace {
 
-void add_backend_option(ArgParser& p, BackendChoice& choice) {
+constexpr const char* kEngineHelp =
+    "auto (CUDA when built with it and a GPU is present, else the CPU), cpu or cuda";
+constexpr const char* kEngineOrRemoteHelp =
+    "auto (CUDA when built and a device exists, else cpu), cpu, cuda, or remote (an inference "
+    "server: --url)";
+
+}  // namespace
+
+void add_backend_option(ArgParser& p, BackendChoice& choice, bool with_remote) {
   p.option(
-      "--backend", "NAME",
-      "auto (CUDA when built with it and a GPU is present, else the CPU), cpu or cuda",
+      "--backend", "NAME", with_remote ? kEngineOrRemoteHelp : kEngineHelp,
       [&choice](std::string_view word) {
         auto parsed = parse_backend_choice(word);
         if (parsed) choice = *parsed;

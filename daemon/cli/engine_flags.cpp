@@ -1,5 +1,6 @@
 #include "daemon/cli/engine_flags.h"
 
+#include "daemon/cli/backend_choice.h"
 #include "daemon/cli/model_names.h"
 #include "daemon/pipeline/completion_service.h"
 
@@ -40,16 +41,7 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
         return mode.has_value();
       },
       speculation_mode_name(o.speculation));
-  p.option(
-      "--backend", "NAME",
-      "auto (CUDA when built and a device exists, else cpu), cpu, cuda, or remote (an inference server: "
-      "--url)",
-      [&o](std::string_view word) {
-        auto backend = parse_backend_choice(word);
-        if (backend) o.backend = *backend;
-        return backend.has_value();
-      },
-      backend_choice_name(o.backend));
+  add_backend_option(p, o.backend, /*with_remote=*/true);
   add_remote_options(p, o.remote);
 }
 
