@@ -134,6 +134,7 @@ class Generator {
 
   int n_logits() const { return n_logits_; }
   VerifyCost verify_cost() const { return backend_->verify_cost(); }
+  DraftCost draft_cost() const { return backend_->draft_cost(); }
   std::string_view backend_name() const { return backend_->name(); }
   // Calls of forward() that computed at least one chunk, since construction: lets tests count
   // model work (cancellation stops within one step) without timing anything.

@@ -25,13 +25,6 @@ constexpr double kCostWeight = 0.2;
 // once more, so that a stale low estimate can recover.
 constexpr int kProbeAfterSkips = 32;
 
-// Costs in target decode steps, measured on the shipped pair with 2 threads
-// (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp): a draft step costs about
-// 0.32 of a target step; catching the draft up costs about 0.08 per token (prefill kernels).
-// What verifying each extra token costs comes from the target's backend (VerifyCost).
-constexpr double kDraftStepCost = 0.32;
-constexpr double kDraftCatchUpCostPerToken = 0.08;
-
 // A verification batch of [last token, d1..dk] must stay within what the backend computes as
 // single steps, so that greedy output equals the plain loop's.
 int max_proposal(const VerifyCost& cost) { return std::max(1, cost.max_tokens - 1); }
@@ -46,8 +39,8 @@ AdaptiveK::AdaptiveK(int k_min, int k_max, int k_initial, double cost_per_token)
       k_initial_(std::clamp(k_initial, k_min_, k_max_)),
       cost_per_token_(std::max(0.0, cost_per_token)) {}
 
-AdaptiveK AdaptiveK::for_draft(const VerifyCost& cost) {
-  return AdaptiveK(1, max_proposal(cost), 3, kDraftStepCost + cost.per_token);
+AdaptiveK AdaptiveK::for_draft(const VerifyCost& cost, const DraftCost& draft) {
+  return AdaptiveK(1, max_proposal(cost), 3, draft.step + cost.per_token);
 }
 AdaptiveK AdaptiveK::for_ngram(const VerifyCost& cost) {
   return AdaptiveK(1, max_proposal(cost), 4, cost.per_token);
@@ -114,11 +107,8 @@ void SpeculationCosts::Mean::add(double x) {
   ms += std::max(1.0 / n, kCostWeight) * (x - ms);
 }
 
-SpeculationCosts::SpeculationCosts(const VerifyCost& target_prior, double draft_step_prior,
-                                   double draft_catch_up_prior)
-    : prior_(target_prior),
-      draft_step_prior_(draft_step_prior),
-      draft_catch_up_prior_(draft_catch_up_prior) {}
+SpeculationCosts::SpeculationCosts(const VerifyCost& target_prior, const DraftCost& draft_prior)
+    : prior_(target_prior), draft_prior_(draft_prior) {}
 
 void SpeculationCosts::record_target(int n_tokens, double ms) {
   if (n_tokens >= 1 && n_tokens <= kMaxTokens && ms > 0) target_[n_tokens].add(ms);
@@ -166,12 +156,13 @@ double SpeculationCosts::verify(int k) const {
 
 double SpeculationCosts::draft_step() const {
   const double step = step_ms();
-  return step > 0 && draft_step_.n > 0 ? draft_step_.ms / step : draft_step_prior_;
+  return step > 0 && draft_step_.n > 0 ? draft_step_.ms / step : draft_prior_.step;
 }
 
 double SpeculationCosts::draft_catch_up_per_token() const {
   const double step = step_ms();
-  return step > 0 && draft_catch_up_.n > 0 ? draft_catch_up_.ms / step : draft_catch_up_prior_;
+  return step > 0 && draft_catch_up_.n > 0 ? draft_catch_up_.ms / step
+                                           : draft_prior_.catch_up_per_token;
 }
 
 // ---- n-gram lookup ----
@@ -230,7 +221,8 @@ class SpeculativeRun {
         o_(options),
         spec_(spec),
         draft_(spec.draft),
-        local_k_draft_(AdaptiveK::for_draft(target.verify_cost())),
+        draft_cost_(target.draft_cost()),
+        local_k_draft_(AdaptiveK::for_draft(target.verify_cost(), draft_cost_)),
         local_k_ngram_(AdaptiveK::for_ngram(target.verify_cost())),
         max_proposal_(max_proposal(target.verify_cost())),
         k_draft_(spec.k_draft ? spec.k_draft : &local_k_draft_),
@@ -385,7 +377,7 @@ class SpeculativeRun {
         v_draft = costs ? k_draft_->tokens_per_cost(k_for_draft_, a, *costs, true, lag)
                         : AdaptiveK::expected_tokens(a, k_for_draft_) /
                               (1.0 + k_draft_->cost_per_token() * k_for_draft_ +
-                               kDraftCatchUpCostPerToken * lag);
+                               draft_cost_.catch_up_per_token * lag);
     }
     const bool ngram_ok = v_ngram >= kMinTokensPerCost ||
                           (v_ngram > 0 && k_ngram_->skipped() >= kProbeAfterSkips);
@@ -460,6 +452,7 @@ class SpeculativeRun {
   const GenerateOptions& o_;
   const Speculation& spec_;
   Generator* draft_;
+  DraftCost draft_cost_;  // the target's backend's, for the rounds without spec.costs
   AdaptiveK local_k_draft_;
   AdaptiveK local_k_ngram_;
   int max_proposal_;

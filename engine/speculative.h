@@ -3,7 +3,8 @@
 // forward pass. Greedy output is token-for-token what Generator::generate gives; sampled output
 // follows the target's distribution (speculative rejection sampling).
 //
-//   AdaptiveK k_draft = AdaptiveK::for_draft(target.verify_cost()), k_ngram = ...;  // per document
+//   AdaptiveK k_draft = AdaptiveK::for_draft(target.verify_cost(), target.draft_cost()),
+//             k_ngram = ...;  // per document
 //   Speculation spec{.draft = &draft_gen, .draft_seq = &draft_seq,
 //                    .k_draft = &k_draft, .k_ngram = &k_ngram};
 //   auto r = generate_speculative(target_gen, seq, prompt_ids, {.max_tokens = 32}, spec);
@@ -32,8 +33,8 @@ class AdaptiveK {
   // steps (a draft forward plus a little verification; for n-gram lookup only the latter).
   explicit AdaptiveK(int k_min = 1, int k_max = 7, int k_initial = 4, double cost_per_token = 0.1);
   // Defaults for the two sources on a target whose backend verifies tokens at `cost`
-  // (Generator::verify_cost()).
-  static AdaptiveK for_draft(const VerifyCost& cost);
+  // (Generator::verify_cost()) and runs a draft beside it at `draft` (Generator::draft_cost()).
+  static AdaptiveK for_draft(const VerifyCost& cost, const DraftCost& draft);
   static AdaptiveK for_ngram(const VerifyCost& cost);
 
   // A round proposed `proposed` tokens of which the first `accepted` were accepted.
@@ -79,14 +80,13 @@ class AdaptiveK {
 // measured from the forward calls the speculative loop makes: the target's time for a forward
 // of n tokens (n = 1 is a plain decode step; [last token, d1..dk] is n = k + 1), the draft's for
 // one step and per token when it catches up on context. Until a figure is measured it comes
-// from priors: the backend's VerifyCost for the target, a fixed share of a step for the draft.
+// from priors: the backend's VerifyCost for the target, its DraftCost for the draft.
 // One per target/draft pair (costs belong to the machine, acceptance to the document).
 class SpeculationCosts {
  public:
   static constexpr int kMaxTokens = 17;  // forwards of up to 16 proposals and the last token
 
-  explicit SpeculationCosts(const VerifyCost& target_prior, double draft_step_prior = 0.32,
-                            double draft_catch_up_prior = 0.08);
+  SpeculationCosts(const VerifyCost& target_prior, const DraftCost& draft_prior);
 
   void record_target(int n_tokens, double ms);
   void record_draft(int n_tokens, double ms);
@@ -112,7 +112,7 @@ class SpeculationCosts {
   double step_ms() const;  // a single target step, measured or derived from another batch size
 
   VerifyCost prior_;
-  double draft_step_prior_, draft_catch_up_prior_;
+  DraftCost draft_prior_;
   Mean target_[kMaxTokens + 1];
   Mean draft_step_, draft_catch_up_;  // catch-up: per token
 };

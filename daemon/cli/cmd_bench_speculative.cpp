@@ -185,8 +185,10 @@ int bench_speculative_main(std::span<char* const> args) {
       ModeResult res;
       // One running state per mode, as one document's in the daemon; costs measured as it runs.
       const VerifyCost cost = target.gen->verify_cost();
-      AdaptiveK k_draft = AdaptiveK::for_draft(cost), k_ngram = AdaptiveK::for_ngram(cost);
-      SpeculationCosts costs(cost);
+      const DraftCost draft_cost = target.gen->draft_cost();
+      AdaptiveK k_draft = AdaptiveK::for_draft(cost, draft_cost),
+                k_ngram = AdaptiveK::for_ngram(cost);
+      SpeculationCosts costs(cost, draft_cost);
       for (size_t i = 0; i <= prompts.size(); ++i) {
         // The first prompt runs once untimed (warm-up).
         const auto& prompt = prompts[i == 0 ? 0 : i - 1];

@@ -205,7 +205,8 @@ engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules
   if (options_.speculation == SpeculationMode::Off)
     return target_->generator().generate(target_kv_.seq(), q.prompt.tokens, gen);
   SpeculationState& state = speculation_state(q.request);
-  if (!costs_) costs_.emplace(target_->generator().verify_cost());
+  if (!costs_)
+    costs_.emplace(target_->generator().verify_cost(), target_->generator().draft_cost());
   const bool draft = use_draft();
   const engine::Speculation spec{.draft = draft ? &draft_->generator() : nullptr,
                                  .draft_seq = draft ? &draft_kv_.seq() : nullptr,
@@ -252,7 +253,8 @@ EngineGenerate::SpeculationState& EngineGenerate::speculation_state(
                                             return a.second.used < b.second.used;
                                           }));
     const engine::VerifyCost cost = target_->generator().verify_cost();
-    SpeculationState fresh{engine::AdaptiveK::for_draft(cost), engine::AdaptiveK::for_ngram(cost)};
+    SpeculationState fresh{engine::AdaptiveK::for_draft(cost, target_->generator().draft_cost()),
+                           engine::AdaptiveK::for_ngram(cost)};
     if (auto lang = latest_by_language_.find(request.language_id);
         lang != latest_by_language_.end())
       fresh = lang->second;

@@ -51,12 +51,20 @@ struct VerifyCost {
   double per_token = 1.0;
 };
 
+// What a draft model's forwards are expected to cost beside a target on a backend, in the
+// target's decode steps, until speculative decoding has timed them (SpeculationCosts).
+struct DraftCost {
+  double step = 1.0;                // one decode step of the draft
+  double catch_up_per_token = 1.0;  // each token of the prefill that catches the draft up
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual int threads() const = 0;
   virtual VerifyCost verify_cost() const = 0;
+  virtual DraftCost draft_cost() const = 0;
   // Writes K/V of the batch into its blocks and n_logits x n_vocab floats into `logits`.
   // Returns false when batch.cancel was set between two layers: the batch's KV is then
   // incomplete and no logits were written.

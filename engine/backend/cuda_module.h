@@ -11,7 +11,7 @@
 
 namespace ghostline::engine {
 
-inline constexpr int kCudaModuleVersion = 1;
+inline constexpr int kCudaModuleVersion = 2;
 
 struct CudaModuleApi {
   int version;  // kCudaModuleVersion of the build that made the module

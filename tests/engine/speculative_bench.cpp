@@ -88,7 +88,9 @@ void BM_SpeculativeDecode(benchmark::State& state) {
   for (auto _ : state) {
     // Running statistics per iteration, shared by its prompts as the daemon shares them per
     // document language.
-    AdaptiveK k_draft = mode == kDraftK4 ? AdaptiveK(4, 4, 4, 0.0) : AdaptiveK::for_draft(s.target.gen->verify_cost());
+    AdaptiveK k_draft = mode == kDraftK4 ? AdaptiveK(4, 4, 4, 0.0)
+                                         : AdaptiveK::for_draft(s.target.gen->verify_cost(),
+                                                                s.target.gen->draft_cost());
     AdaptiveK k_ngram = AdaptiveK::for_ngram(s.target.gen->verify_cost());
     for (const auto& prompt : s.prompts) {
       KvSequence seq, draft_seq;
@@ -121,10 +123,12 @@ void BM_SpeculativeDecode(benchmark::State& state) {
   state.counters["decode_tok/s"] = ratio(double(after_first), decode_ms / 1000.0);
   state.counters["tokens"] = double(tokens) / double(state.iterations());
   // Work per token in target decode steps, from the forward costs BM_SpeculativeForwardCost
-  // measures (each verified token beside the first 0.45 of a step, a draft step 0.32): a
+  // measures, as the backend gives them (each verified token beside the first, a draft step): a
   // load-independent estimate of the speedup (plain = 1).
-  const double work = total.target_steps + 0.45 * (total.proposed_draft + total.proposed_ngram) +
-                      0.32 * total.draft_steps;
+  const double work =
+      total.target_steps +
+      s.target.gen->verify_cost().per_token * (total.proposed_draft + total.proposed_ngram) +
+      s.target.gen->draft_cost().step * total.draft_steps;
   state.counters["work/tok"] = ratio(work, double(after_first));
   state.counters["target_steps/tok"] = ratio(total.target_steps, double(after_first));
   state.counters["draft_steps/tok"] = ratio(total.draft_steps, double(after_first));
@@ -147,7 +151,9 @@ void BM_SpeculativeCancelWaste(benchmark::State& state) {
   int cancels = 0, wasted = 0, max_wasted = 0;
   uint64_t rng = 12345;
   for (auto _ : state) {
-    AdaptiveK k_draft = AdaptiveK::for_draft(s.target.gen->verify_cost()), k_ngram = AdaptiveK::for_ngram(s.target.gen->verify_cost());
+    AdaptiveK k_draft =
+        AdaptiveK::for_draft(s.target.gen->verify_cost(), s.target.gen->draft_cost());
+    AdaptiveK k_ngram = AdaptiveK::for_ngram(s.target.gen->verify_cost());
     for (const auto& prompt : s.prompts) {
       std::atomic<bool> cancel{false};
       rng = rng * 6364136223846793005ull + 1442695040888963407ull;

@@ -210,9 +210,10 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
   ASSERT_GE(prompts.size(), 30u);
   IdentityChecker checker(*target_, *draft_);
   // The draft-only run uses a zero cost so that the draft proposes every round.
-  AdaptiveK always_draft(1, 7, 4, 0.0), k_draft = AdaptiveK::for_draft(target_->gen->verify_cost()),
-                                        k_ngram = AdaptiveK::for_ngram(target_->gen->verify_cost()),
-                                        k_ngram_only = AdaptiveK::for_ngram(target_->gen->verify_cost());
+  const VerifyCost cost = target_->gen->verify_cost();
+  AdaptiveK always_draft(1, 7, 4, 0.0),
+      k_draft = AdaptiveK::for_draft(cost, target_->gen->draft_cost()),
+      k_ngram = AdaptiveK::for_ngram(cost), k_ngram_only = AdaptiveK::for_ngram(cost);
   SpeculationStats draft_stats, ngram_stats, both_stats;
   for (size_t i = 0; i < prompts.size(); ++i) {
     // Short runs too, so that max_tokens cuts proposals.
@@ -233,8 +234,8 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
 }
 
 // A source that believes its proposals are always accepted.
-AdaptiveK confident_draft(const VerifyCost& cost) {
-  AdaptiveK k = AdaptiveK::for_draft(cost);
+AdaptiveK confident_draft(const VerifyCost& cost, const DraftCost& draft) {
+  AdaptiveK k = AdaptiveK::for_draft(cost, draft);
   for (int i = 0; i < 60; ++i) k.record(k.k_max(), k.k_max());
   return k;
 }
@@ -248,15 +249,16 @@ TEST_F(ShippedPairTest, ADraftMeasuredAsCostlyIsNotUsedThoughItAgrees) {
   Engine self_draft(kTarget, BackendKind::Cpu);
   IdentityChecker checker(*target_, self_draft);
   const VerifyCost cost = target_->gen->verify_cost();
+  const DraftCost draft = target_->gen->draft_cost();
   AdaptiveK unused = AdaptiveK::for_ngram(cost);
   // Measured before: a draft step of ten seconds. It stays measured so unless the draft runs.
-  SpeculationCosts costs(cost);
+  SpeculationCosts costs(cost, draft);
   costs.record_target(1, 1.0);
   for (int i = 0; i < 20; ++i) costs.record_draft(1, 10000.0);
   SpeculationStats priced, unpriced;
   for (size_t i = 0; i < 4; ++i) {
     const GenerateOptions options{.max_tokens = 48};
-    AdaptiveK a = confident_draft(cost), b = confident_draft(cost);
+    AdaptiveK a = confident_draft(cost, draft), b = confident_draft(cost, draft);
     const std::string label = "prompt " + std::to_string(i);
     priced += checker.check(prompts[i], options, Mode::Draft, a, unused, label, &costs, true);
     unpriced += checker.check(prompts[i], options, Mode::Draft, b, unused, label, nullptr, true);
@@ -288,8 +290,9 @@ TEST_F(ShippedPairTest, ADraftThatDisagreesFallsBackToPlainDecoding) {
     const auto prompts = code_prompts(target_->model->tokenizer(), 1, 120);
     ASSERT_GE(prompts.size(), 4u);
     const VerifyCost cost = target_->gen->verify_cost();
-    AdaptiveK k_draft = AdaptiveK::for_draft(cost), unused = AdaptiveK::for_ngram(cost);
-    SpeculationCosts costs(cost);
+    const DraftCost draft_cost = target_->gen->draft_cost();
+    AdaptiveK k_draft = AdaptiveK::for_draft(cost, draft_cost), unused = AdaptiveK::for_ngram(cost);
+    SpeculationCosts costs(cost, draft_cost);
     SpeculationStats stats;
     int emitted = 0;
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -759,7 +762,8 @@ TEST(AdaptiveKTest, StaysWithinItsBounds) {
 // ---- measured costs ----
 
 TEST(SpeculationCostsTest, PriorsUntilSomethingIsMeasured) {
-  const SpeculationCosts costs({.max_tokens = 8, .per_token = 0.5}, 0.3, 0.1);
+  const SpeculationCosts costs({.max_tokens = 8, .per_token = 0.5},
+                               {.step = 0.3, .catch_up_per_token = 0.1});
   EXPECT_DOUBLE_EQ(costs.verify(0), 1.0);
   EXPECT_DOUBLE_EQ(costs.verify(3), 2.5);
   EXPECT_DOUBLE_EQ(costs.draft_step(), 0.3);
@@ -771,7 +775,8 @@ TEST(SpeculationCostsTest, PriorsUntilSomethingIsMeasured) {
 }
 
 TEST(SpeculationCostsTest, MeasuredTimesReplaceThePriors) {
-  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.5}, 0.3, 0.1);
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.5},
+                         {.step = 0.3, .catch_up_per_token = 0.1});
   costs.record_target(1, 10.0);
   costs.record_target(5, 12.0);  // verifying 4 proposals: 1.2 steps, not the prior's 3
   costs.record_draft(1, 6.0);
@@ -799,7 +804,8 @@ TEST(SpeculationCostsTest, MeasuredTimesReplaceThePriors) {
 }
 
 TEST(SpeculationCostsTest, AStepIsDerivedFromVerificationBatchesAlone) {
-  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.25}, 0.3, 0.1);
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.25},
+                         {.step = 0.3, .catch_up_per_token = 0.1});
   costs.record_target(5, 20.0);  // the prior's ratio for 5 tokens is 2: a step of 10 ms
   costs.record_draft(1, 5.0);
   EXPECT_DOUBLE_EQ(costs.verify(4), 2.0);
@@ -807,7 +813,8 @@ TEST(SpeculationCostsTest, AStepIsDerivedFromVerificationBatchesAlone) {
 }
 
 TEST(SpeculationCostsTest, ADraftPaysOnlyWhenItsGainBeatsItsCost) {
-  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.1});
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.1},
+                         {.step = 0.32, .catch_up_per_token = 0.08});
   costs.record_target(1, 10.0);
   for (int n = 2; n <= 8; ++n) costs.record_target(n, 10.0 + n);
   AdaptiveK k(1, 7, 4, 0.0);

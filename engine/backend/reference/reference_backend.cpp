@@ -111,6 +111,8 @@ class ReferenceBackend final : public Backend {
   int threads() const override { return 1; }
   // One token at a time, so a batch of any size equals single steps; it is the oracle, not fast.
   VerifyCost verify_cost() const override { return {.max_tokens = 8, .per_token = 1.0}; }
+  // Not timed (the oracle is not meant to be fast): the CPU backend's figures.
+  DraftCost draft_cost() const override { return {.step = 0.32, .catch_up_per_token = 0.08}; }
 
   bool forward(const ForwardBatch& batch, std::span<float> logits) override {
     const ModelConfig& c = model_.config();
