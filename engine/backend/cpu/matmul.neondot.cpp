@@ -4,6 +4,8 @@
 
 #include <arm_neon.h>
 
+#include <cstring>
+
 #include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/gguf/quant.h"
 
