@@ -54,7 +54,7 @@ enum class CpuIsa {
   kAvxVnni,  // AVX2 + FMA + F16C + AVX-VNNI (vpdpbusd on 256-bit vectors)
   kAvx512,   // AVX-512 F/BW/VL/DQ + VNNI
   // aarch64 levels (never supported on x86, as the x86 ones are never supported on aarch64).
-  kNeon,     // ASIMD (every aarch64 core): decode of Q8_0 and Q4_0, the rest portable
+  kNeon,     // ASIMD (every aarch64 core): decode of the 4-8 bit types, the rest portable
   kNeonDot,  // ASIMD + dot product (sdot: Armv8.2 and later, Apple M1, Graviton 2 and later)
 };
 
