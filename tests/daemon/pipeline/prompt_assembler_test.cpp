@@ -106,8 +106,11 @@ TEST(PromptAssemblerFarSuffix, PsmKeystrokesRecomputeOnlyTheLocalSuffix) {
   const FimTokens fim = engine::fim_tokens(*tok);
   ASSERT_GE(fim.file_sep, 0);
   PromptAssembler a(*tok, fim, FimMode::Psm);
+  // A real source file of this project, twice over: the far suffix has text to hold whatever
+  // the file's own length.
   std::ifstream in("lsp/session.cpp");
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  text += text;
   size_t cursor = text.find('\n', text.size() / 2) + 1;
   const PromptLimits limits;
   Prompt before = a.build(text, cursor, limits);
