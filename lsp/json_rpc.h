@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 namespace ghostline::lsp {
 
@@ -62,6 +62,25 @@ bool exceeds_nesting_depth(std::string_view json_text, size_t max_depth);
 
 // Frames a serialized JSON body with its Content-Length header.
 std::string encode_frame(std::string_view body);
+
+// A message read as JSON-RPC 2.0 as LSP uses it: a request has a method and an id (an integer
+// or a string), a notification a method and no id, a response an id and a result or an error.
+struct Envelope {
+  enum class Kind { Request, Notification, Response, Invalid };
+  Kind kind = Kind::Invalid;
+  // Request: its id. Response and Invalid: its id when that is an integer or a string, else
+  // null; an invalid message is answered with it.
+  nlohmann::json id;
+  std::string method;  // Request and Notification
+  // Request and Notification: an object or an array (an empty object when there are none or
+  // they are null, as many clients send). Points into the message, which must outlive it.
+  const nlohmann::json* params = nullptr;
+  std::string problem;  // Invalid: what is wrong, for an InvalidRequest error
+};
+
+// Reads the envelope of a parsed message. A response is taken as one only when
+// `accept_responses`; otherwise it is invalid like any other message without a method.
+Envelope read_envelope(const nlohmann::json& message, bool accept_responses);
 
 nlohmann::json make_response(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json make_error(const nlohmann::json& id, ErrorCode code, std::string_view message);

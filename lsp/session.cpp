@@ -132,10 +132,6 @@ void Session::on_message(std::string_view body) {
     invalid_message(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
     return;
   }
-  if (message.is_array()) {
-    invalid_message(nullptr, ErrorCode::InvalidRequest, "JSON-RPC batches are not supported by LSP");
-    return;
-  }
   dispatch(message);
 }
 
@@ -157,62 +153,32 @@ void Session::close_unauthenticated(const json& id, const std::string& why) {
   out_.close();
 }
 
-// JSON-RPC 2.0 message shapes: a request has a method and an id (integer or string, for LSP);
-// a notification a method and no id; a response an id and a result or an error.
 void Session::dispatch(const json& message) {
-  static const json kNull;
-  if (!message.is_object()) {
-    invalid_message(nullptr, ErrorCode::InvalidRequest, "a message must be a JSON object");
-    return;
-  }
-  auto id_it = message.find("id");
-  const bool has_id = id_it != message.end();
-  const bool id_ok = has_id && (id_it->is_string() || id_it->is_number_integer());
-  auto method_it = message.find("method");
-  if (method_it == message.end()) {
-    if ((message.contains("result") || message.contains("error")) && !awaiting_auth()) {
-      // A response: the server sends no requests, so there is nothing waiting for it.
+  const Envelope envelope = read_envelope(message, /*accept_responses=*/!awaiting_auth());
+  switch (envelope.kind) {
+    case Envelope::Kind::Invalid:
+      invalid_message(envelope.id, ErrorCode::InvalidRequest, envelope.problem);
+      return;
+    case Envelope::Kind::Response:
+      // The server sends no requests, so there is nothing waiting for it.
       spdlog::debug("session {}: ignored a response to no request of ours", id_);
       return;
-    }
-    invalid_message(id_ok ? *id_it : kNull, ErrorCode::InvalidRequest,
-                    has_id ? "message has an id but neither a method nor a result or an error"
-                           : "message has no method");
+    case Envelope::Kind::Request:
+    case Envelope::Kind::Notification:
+      break;
+  }
+  const bool is_request = envelope.kind == Envelope::Kind::Request;
+  const std::string& method = envelope.method;
+  if (awaiting_auth() && !(is_request && method == "initialize")) {
+    close_unauthenticated(envelope.id, "received '" + method + "'");
     return;
   }
-  if (has_id && !id_ok) {
-    invalid_message(nullptr, ErrorCode::InvalidRequest, "id must be an integer or a string");
-    return;
-  }
-  const json& id = has_id ? *id_it : kNull;
-  auto version = message.find("jsonrpc");
-  if (version == message.end() || *version != "2.0") {
-    invalid_message(id, ErrorCode::InvalidRequest, "'jsonrpc' must be \"2.0\"");
-    return;
-  }
-  if (!method_it->is_string()) {
-    invalid_message(id, ErrorCode::InvalidRequest, "method must be a string");
-    return;
-  }
-  const std::string method = method_it->get<std::string>();
-  auto params_it = message.find("params");
-  // JSON-RPC allows only structured params; null is taken as none, as many clients send it.
-  if (params_it != message.end() && !params_it->is_object() && !params_it->is_array() && !params_it->is_null()) {
-    invalid_message(id, ErrorCode::InvalidRequest, "params of '" + method + "' must be an object or an array");
-    return;
-  }
-  static const json kNoParams = json::object();
-  const json& params = params_it == message.end() || params_it->is_null() ? kNoParams : *params_it;
-  if (awaiting_auth() && !(has_id && method == "initialize")) {
-    close_unauthenticated(id, "received '" + method + "'");
-    return;
-  }
-  trace(has_id ? "received request '" + method + "'" : "received notification '" + method + "'",
-        &params);
-  if (has_id) {
-    dispatch_request(id, method, params);
+  trace(is_request ? "received request '" + method + "'" : "received notification '" + method + "'",
+        envelope.params);
+  if (is_request) {
+    dispatch_request(envelope.id, method, *envelope.params);
   } else {
-    dispatch_notification(method, params);
+    dispatch_notification(method, *envelope.params);
   }
 }
 
