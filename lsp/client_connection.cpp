@@ -11,9 +11,9 @@
 #include <stdexcept>
 
 #include "lsp/auth_token.h"
-#include "lsp/json_rpc.h"
 #include "lsp/private_dir.h"
 #include "lsp/socket_client.h"
+#include "lsp/transport.h"
 
 namespace ghostline::lsp {
 

@@ -19,8 +19,8 @@
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
-#include "lsp/json_rpc.h"
 #include "lsp/private_dir.h"
+#include "lsp/transport.h"
 
 namespace ghostline::lsp {
 

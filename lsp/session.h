@@ -21,6 +21,7 @@
 #include "lsp/rate_limiter.h"
 #include "lsp/scheduler.h"
 #include "lsp/text_document.h"
+#include "lsp/transport.h"
 
 namespace ghostline::lsp {
 

@@ -28,10 +28,10 @@
 
 #include "daemon/cli/arg_parser.h"
 #include "lsp/auth_token.h"
-#include "lsp/json_rpc.h"
 #include "lsp/private_dir.h"
 #include "lsp/server.h"
 #include "lsp/socket_client.h"
+#include "lsp/transport.h"
 
 namespace ghostline::daemon {
 namespace {

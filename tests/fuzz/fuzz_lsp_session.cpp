@@ -13,7 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fuzz_check.h"
-#include "lsp/json_rpc.h"
+#include "lsp/transport.h"
 #include "lsp/session.h"
 
 namespace {

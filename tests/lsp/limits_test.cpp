@@ -5,7 +5,7 @@
 #include <string>
 
 #include "lsp/auth_token.h"
-#include "lsp/json_rpc.h"
+#include "lsp/transport.h"
 #include "lsp/rate_limiter.h"
 
 namespace ghostline::lsp {
