@@ -25,6 +25,14 @@ void Recorder::record(int session, const nlohmann::json* message, std::string_vi
   nlohmann::json line = {{"t_ms", t_ms}, {"session", session}};
   if (message) {
     line["message"] = *message;
+    // An auth token never reaches the disk.
+    nlohmann::json& stored = line["message"];
+    auto params = stored.find("params");
+    if (params != stored.end() && params->is_object()) {
+      auto options = params->find("initializationOptions");
+      if (options != params->end() && options->is_object() && options->contains("authToken"))
+        (*options)["authToken"] = "<redacted>";
+    }
   } else {
     line["raw"] = std::string(raw);
   }

@@ -21,7 +21,8 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // `message` is the parsed body; `raw` is used when the body was not valid JSON.
+  // `message` is the parsed body; `raw` is used when the body was not valid JSON. An auth token
+  // (initialize's initializationOptions.authToken) is stored as "<redacted>".
   void record(int session, const nlohmann::json* message, std::string_view raw);
 
  private:

@@ -25,7 +25,6 @@
 namespace ghostline::lsp {
 
 namespace asio = boost::asio;
-using nlohmann::json;
 
 ListenAddress parse_listen_address(const std::string& text) {
   if (text.rfind("unix:", 0) == 0) {
@@ -65,11 +64,10 @@ bool is_loopback_host(const std::string& host) {
 namespace {
 
 // Blocking writes to stdout from the I/O thread; messages are small and the editor reads them.
-class StdoutSink : public MessageSink {
+class StdoutSink : public FrameSink {
  public:
-  void send(const json& message) override {
+  void write(std::string frame) override {
     if (closed_) return;
-    std::string frame = encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace));
     const char* p = frame.data();
     size_t left = frame.size();
     while (left > 0) {
@@ -91,21 +89,22 @@ class StdoutSink : public MessageSink {
 };
 
 template <typename Socket>
-class Connection : public MessageSink, public std::enable_shared_from_this<Connection<Socket>> {
+class Connection : public FrameSink, public std::enable_shared_from_this<Connection<Socket>> {
  public:
   Connection(Socket socket, int id, Scheduler& scheduler, Completer& completer,
              const ServerOptions& options, Recorder* recorder, std::function<void(int)> on_end)
       : socket_(std::move(socket)),
-        session_(id, *this, scheduler, completer, options, recorder),
+        transport_(id, *this, options.max_message_bytes, recorder),
+        session_(id, transport_, scheduler, completer, options),
         on_end_(std::move(on_end)),
         max_queued_bytes_(options.max_unread_reply_bytes) {}
 
   void start() { read(); }
 
-  void send(const json& message) override {
+  void write(std::string frame) override {
     if (closing_) return;
     bool idle = writes_.empty();
-    writes_.push_back(encode_frame(message.dump(-1, ' ', false, json::error_handler_t::replace)));
+    writes_.push_back(std::move(frame));
     queued_bytes_ += writes_.back().size();
     // A client that never reads its replies would make the daemon hold them all.
     if (queued_bytes_ > max_queued_bytes_) {
@@ -135,7 +134,7 @@ class Connection : public MessageSink, public std::enable_shared_from_this<Conne
         end();
         return;
       }
-      session_.on_bytes(std::string_view(buffer_.data(), n));
+      transport_.feed(std::string_view(buffer_.data(), n), session_);
       if (session_.exited()) {
         close();
         return;
@@ -176,13 +175,14 @@ class Connection : public MessageSink, public std::enable_shared_from_this<Conne
     if (ended_) return;
     ended_ = true;
     closing_ = true;
-    session_.on_disconnect();
+    transport_.disconnect(session_);
     boost::system::error_code ignored;
     socket_.close(ignored);
     on_end_(session_.id());
   }
 
   Socket socket_;
+  JsonTransport transport_;
   Session session_;
   std::function<void(int)> on_end_;
   std::array<char, 64 * 1024> buffer_;
@@ -290,21 +290,22 @@ Server::~Server() {
 int Server::run_stdio() {
   auto& io = impl_->io;
   StdoutSink sink;
-  Session session(0, sink, impl_->scheduler, impl_->completer, impl_->options, impl_->recorder);
+  JsonTransport transport(0, sink, impl_->options.max_message_bytes, impl_->recorder);
+  Session session(0, transport, impl_->scheduler, impl_->completer, impl_->options);
   int exit_code = 1;
   auto work = asio::make_work_guard(io);
 
   // stdin may be a pipe, a file or a terminal: read it on its own thread with blocking reads.
-  std::thread reader([&io, &session, &exit_code] {
+  std::thread reader([&io, &transport, &session, &exit_code] {
     std::array<char, 64 * 1024> buffer;
     for (;;) {
       ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        asio::post(io, [&io, &session, &exit_code] {
+        asio::post(io, [&io, &transport, &session, &exit_code] {
           if (!session.exited()) {
             spdlog::info("stdin closed without 'exit'");
-            session.on_disconnect();
+            transport.disconnect(session);
           }
           exit_code = session.exit_code();
           io.stop();
@@ -312,9 +313,9 @@ int Server::run_stdio() {
         return;
       }
       std::string chunk(buffer.data(), static_cast<size_t>(n));
-      asio::post(io, [&io, &session, &exit_code, chunk = std::move(chunk)] {
+      asio::post(io, [&io, &transport, &session, &exit_code, chunk = std::move(chunk)] {
         if (session.exited()) return;
-        session.on_bytes(chunk);
+        transport.feed(chunk, session);
         if (session.exited()) {
           exit_code = session.exit_code();
           io.stop();
@@ -329,7 +330,7 @@ int Server::run_stdio() {
   signals.async_wait([&](boost::system::error_code ec, int sig) {
     if (ec) return;
     spdlog::info("signal {} received; stopping", sig);
-    session.on_disconnect();
+    transport.disconnect(session);
     io.stop();
   });
   io.run();

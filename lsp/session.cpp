@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lsp/auth_token.h"
-#include "lsp/recorder.h"
 #include "base/text.h"
 #include "base/utf8.h"
 
@@ -13,15 +12,13 @@ using nlohmann::json;
 
 
 Session::Session(int id, MessageSink& out, Scheduler& scheduler, Completer& completer,
-                 const ServerOptions& options, Recorder* recorder)
+                 const ServerOptions& options)
     : id_(id),
       out_(out),
       scheduler_(scheduler),
       completer_(completer),
       options_(options),
       settings_(options.defaults),
-      recorder_(recorder),
-      decoder_(options.max_message_bytes),
       request_rate_(options.max_requests_per_second) {
   // Answers the document's pending request; work the user is typing through is kept.
   documents_.add_listener([this](const std::string& uri, std::span<const DocumentEdit> edits) {
@@ -69,39 +66,16 @@ Session::notification_table() {
 
 namespace {
 
-// Deeper than any LSP message needs; see exceeds_nesting_depth.
-constexpr size_t kMaxNestingDepth = 64;
-
 // Requests that the rate limit never refuses: a client must always be able to end its session.
 bool exempt_from_rate_limit(const std::string& method) { return method == "initialize" || method == "shutdown"; }
 
-// The message as the recorder stores it: an auth token never reaches the disk.
-json redacted(const json& message) {
-  auto params = message.find("params");
-  if (params == message.end() || !params->is_object()) return message;
-  auto options = params->find("initializationOptions");
-  if (options == params->end() || !options->is_object() || !options->contains("authToken")) return message;
-  json copy = message;
-  copy["params"]["initializationOptions"]["authToken"] = "<redacted>";
-  return copy;
-}
-
 }  // namespace
 
-void Session::on_bytes(std::string_view bytes) {
-  for (auto& event : decoder_.feed(bytes)) {
-    if (exited_) return;
-    if (auto* body = std::get_if<std::string>(&event)) {
-      on_message(*body);
-    } else {
-      invalid_message(nullptr, ErrorCode::ParseError, std::get<FramingError>(event).message);
-    }
-  }
+void Session::on_malformed(ErrorCode code, const std::string& problem) {
+  invalid_message(nullptr, code, problem);
 }
 
 void Session::on_disconnect() {
-  if (decoder_.mid_message() && !exited_)
-    spdlog::warn("session {}: client disconnected in the middle of a message", id_);
   // Cancelling answers each request and erases it from pending_, so iterate a copy.
   auto pending = std::move(pending_);
   pending_.clear();
@@ -109,30 +83,6 @@ void Session::on_disconnect() {
   for (const std::string& uri : documents_.uris()) completer_.document_closed(document_key(uri));
   documents_.clear();
   exited_ = true;
-}
-
-void Session::on_message(std::string_view body) {
-  if (exceeds_nesting_depth(body, kMaxNestingDepth)) {
-    if (recorder_) recorder_->record(id_, nullptr, body);
-    invalid_message(nullptr, ErrorCode::InvalidRequest,
-                    "message nests arrays or objects deeper than " + std::to_string(kMaxNestingDepth) + " levels");
-    return;
-  }
-  json message = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (recorder_) {
-    if (message.is_discarded()) {
-      recorder_->record(id_, nullptr, body);
-    } else {
-      json stored = redacted(message);
-      recorder_->record(id_, &stored, body);
-    }
-  }
-  if (message.is_discarded()) {
-    // nlohmann's parser also rejects invalid UTF-8 in strings.
-    invalid_message(nullptr, ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
-    return;
-  }
-  dispatch(message);
 }
 
 void Session::invalid_message(const json& id, ErrorCode code, const std::string& message) {
@@ -153,7 +103,7 @@ void Session::close_unauthenticated(const json& id, const std::string& why) {
   out_.close();
 }
 
-void Session::dispatch(const json& message) {
+void Session::on_message(const json& message) {
   const Envelope envelope = read_envelope(message, /*accept_responses=*/!awaiting_auth());
   switch (envelope.kind) {
     case Envelope::Kind::Invalid:

@@ -1,5 +1,5 @@
 // One client's LSP session: lifecycle, documents, configuration and the method table. Runs on
-// the I/O thread only; the transport feeds it bytes and carries its messages out.
+// the I/O thread only; its transport hands it parsed messages and carries its messages out.
 #pragma once
 
 #include <chrono>
@@ -24,17 +24,6 @@
 #include "lsp/transport.h"
 
 namespace ghostline::lsp {
-
-class Recorder;
-
-// Where a session's outgoing messages go (a pipe, a socket, a test).
-class MessageSink {
- public:
-  virtual ~MessageSink() = default;
-  virtual void send(const nlohmann::json& message) = 0;
-  // Ends the connection after what was sent has been written.
-  virtual void close() = 0;
-};
 
 // Settings a client can change (initializationOptions, workspace/didChangeConfiguration).
 struct SessionSettings {
@@ -68,20 +57,22 @@ struct ServerOptions {
   std::shared_ptr<CompletionOutcomes> outcomes = std::make_shared<CompletionOutcomes>();
 };
 
-class Session {
+class Session final : public MessageHandler {
  public:
   Session(int id, MessageSink& out, Scheduler& scheduler, Completer& completer,
-          const ServerOptions& options, Recorder* recorder);
+          const ServerOptions& options);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Bytes from the client.
-  void on_bytes(std::string_view bytes);
-  // The client went away (EOF or error): cancels its work. `mid_message` is logged.
-  void on_disconnect();
+  // A message from the client, parsed; its envelope is checked here.
+  void on_message(const nlohmann::json& message) override;
+  // Bytes from the client that carried no message: answered with `code` and a null id.
+  void on_malformed(ErrorCode code, const std::string& problem) override;
+  // The client went away (EOF or error): cancels its work.
+  void on_disconnect() override;
 
-  bool exited() const { return exited_; }
+  bool exited() const override { return exited_; }
   // 0 after shutdown then exit, 1 for exit without shutdown or a lost connection.
   int exit_code() const { return exit_code_; }
   int id() const { return id_; }
@@ -101,8 +92,6 @@ class Session {
     (this->*Handler)(params.get<Params>());
   }
 
-  void on_message(std::string_view body);
-  void dispatch(const nlohmann::json& message);
   void dispatch_request(const nlohmann::json& id, const std::string& method, const nlohmann::json& params);
   void dispatch_notification(const std::string& method, const nlohmann::json& params);
   // A message that is not a valid request or notification: answered with `code` and `id`
@@ -151,8 +140,6 @@ class Session {
   Completer& completer_;
   ServerOptions options_;
   SessionSettings settings_;
-  Recorder* recorder_;
-  FrameDecoder decoder_;
 
   enum class State { Uninitialized, Running, ShutDown };
   State state_ = State::Uninitialized;

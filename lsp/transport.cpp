@@ -5,6 +5,9 @@
 #include <charconv>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "lsp/recorder.h"
 
 namespace ghostline::lsp {
 namespace {
@@ -153,5 +156,50 @@ std::string encode_frame(std::string_view body) {
   frame.append(body);
   return frame;
 }
+
+JsonTransport::JsonTransport(int session_id, FrameSink& out, size_t max_message_bytes,
+                             Recorder* recorder)
+    : session_id_(session_id), out_(out), recorder_(recorder), decoder_(max_message_bytes) {}
+
+void JsonTransport::feed(std::string_view bytes, MessageHandler& handler) {
+  for (auto& event : decoder_.feed(bytes)) {
+    if (handler.exited()) return;
+    if (auto* body = std::get_if<std::string>(&event)) {
+      deliver(*body, handler);
+    } else {
+      handler.on_malformed(ErrorCode::ParseError, std::get<FramingError>(event).message);
+    }
+  }
+}
+
+void JsonTransport::deliver(std::string_view body, MessageHandler& handler) {
+  if (exceeds_nesting_depth(body, kMaxNestingDepth)) {
+    if (recorder_) recorder_->record(session_id_, nullptr, body);
+    handler.on_malformed(ErrorCode::InvalidRequest,
+                         "message nests arrays or objects deeper than " +
+                             std::to_string(kMaxNestingDepth) + " levels");
+    return;
+  }
+  const nlohmann::json message = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (recorder_) recorder_->record(session_id_, message.is_discarded() ? nullptr : &message, body);
+  if (message.is_discarded()) {
+    // nlohmann's parser also rejects invalid UTF-8 in strings.
+    handler.on_malformed(ErrorCode::ParseError, "message is not valid JSON (or not valid UTF-8)");
+    return;
+  }
+  handler.on_message(message);
+}
+
+void JsonTransport::disconnect(MessageHandler& handler) {
+  if (decoder_.mid_message() && !handler.exited())
+    spdlog::warn("session {}: client disconnected in the middle of a message", session_id_);
+  handler.on_disconnect();
+}
+
+void JsonTransport::send(const nlohmann::json& message) {
+  out_.write(encode_frame(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+}
+
+void JsonTransport::close() { out_.close(); }
 
 }  // namespace ghostline::lsp

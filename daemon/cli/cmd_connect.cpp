@@ -149,7 +149,6 @@ std::optional<size_t> content_length(std::string_view headers) {
 // through unchanged, for the daemon to answer. False when either side closed.
 bool forward_first_message(int from, int to, const std::string& token) {
   constexpr size_t kMaxHeaderBytes = 64 * 1024, kMaxBodyBytes = size_t{256} << 20;
-  constexpr size_t kMaxNestingDepth = 64;  // as the daemon's session allows
   std::string buffer;
   size_t header_end;
   while ((header_end = buffer.find("\r\n\r\n")) == std::string::npos) {
@@ -169,7 +168,7 @@ bool forward_first_message(int from, int to, const std::string& token) {
     }
   }
   const std::string_view body = std::string_view(buffer).substr(header_end + 4, *length);
-  if (lsp::exceeds_nesting_depth(body, kMaxNestingDepth)) return write_all(to, buffer);
+  if (lsp::exceeds_nesting_depth(body, lsp::kMaxNestingDepth)) return write_all(to, buffer);
   auto message = nlohmann::json::parse(body, nullptr, false);
   if (message.is_discarded() || !lsp::add_auth_token(message, token)) return write_all(to, buffer);
   return write_all(to, lsp::encode_frame(message.dump(-1, ' ', false,

@@ -1,4 +1,5 @@
-// LSP framing and JSON-RPC dispatch: arbitrary bytes into a Session with a scripted completer.
+// LSP framing and JSON-RPC dispatch: arbitrary bytes through a transport into a Session with a
+// scripted completer.
 // The first byte chooses whether the session is initialized first (and in which position
 // encoding) and how the rest is cut into reads; the session must answer with well-formed
 // messages and never crash, whatever the bytes.
@@ -38,23 +39,32 @@ class EchoCompleter : public ghostline::lsp::Completer {
   std::string describe() const override { return "echo"; }
 };
 
-class CheckingSink : public ghostline::lsp::MessageSink {
+// Reads what the transport writes as a client would.
+class CheckingSink : public ghostline::lsp::FrameSink {
  public:
-  void send(const json& message) override {
-    FUZZ_CHECK(message.is_object() && message.value("jsonrpc", "") == "2.0", "%s",
-               message.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    // What the transport writes: must serialize whatever the client sent (invalid UTF-8 is
-    // replaced, never thrown).
-    std::string body = message.dump(-1, ' ', false, json::error_handler_t::replace);
-    FUZZ_CHECK(!json::parse(body, nullptr, false).is_discarded(), "%s", body.c_str());
-    if (message.contains("error")) {
-      const json& e = message["error"];
-      FUZZ_CHECK(e.is_object() && e.contains("code") && e["code"].is_number_integer() && e.contains("message"),
-                 "%s", body.c_str());
+  void write(std::string frame) override {
+    for (auto& event : frames_.feed(frame)) {
+      const auto* body = std::get_if<std::string>(&event);
+      FUZZ_CHECK(body, "%s", frame.c_str());
+      // The transport must serialize whatever the client sent (invalid UTF-8 is replaced, never
+      // thrown).
+      const json message = json::parse(*body, nullptr, false);
+      FUZZ_CHECK(!message.is_discarded(), "%s", body->c_str());
+      FUZZ_CHECK(message.is_object() && message.value("jsonrpc", "") == "2.0", "%s",
+                 body->c_str());
+      if (message.contains("error")) {
+        const json& e = message["error"];
+        FUZZ_CHECK(e.is_object() && e.contains("code") && e["code"].is_number_integer() &&
+                       e.contains("message"),
+                   "%s", body->c_str());
+      }
     }
   }
   void close() override { closed = true; }
   bool closed = false;
+
+ private:
+  ghostline::lsp::FrameDecoder frames_{size_t{1} << 30};
 };
 
 // Runs the scheduler's posted callbacks on this thread, as the I/O thread would.
@@ -113,15 +123,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.max_documents = 8;
   options.max_document_bytes = 1 << 14;
   {
-    ghostline::lsp::Session session(1, sink, scheduler, completer, options, nullptr);
-    if (mode & 1) session.on_bytes(initialize_frame((mode >> 1) % 3));
+    ghostline::lsp::JsonTransport transport(1, sink, options.max_message_bytes, nullptr);
+    ghostline::lsp::Session session(1, transport, scheduler, completer, options);
+    if (mode & 1) transport.feed(initialize_frame((mode >> 1) % 3), session);
     // Reads of 1 to 64 bytes, or all at once: framing must not depend on where reads end.
     size_t chunk = (mode >> 3) == 0 ? bytes.size() : (mode >> 3) * 2;
     for (size_t at = 0; at < bytes.size() && !session.exited(); at += chunk) {
-      session.on_bytes(bytes.substr(at, chunk));
+      transport.feed(bytes.substr(at, chunk), session);
       posted.drain();
     }
-    session.on_disconnect();
+    transport.disconnect(session);
     scheduler.stop();
     posted.drain();
   }
