@@ -1,5 +1,7 @@
 #include "lsp/protocol.h"
 
+#include "lsp/completer.h"
+
 namespace ghostline::lsp {
 
 using nlohmann::json;
@@ -147,12 +149,20 @@ void from_json(const json& j, SetTraceParams& v) {
 }
 
 void from_json(const json& j, DidChangeConfigurationParams& v) {
-  v.settings = member(j, "settings");
+  const json& settings = member(j, "settings");
+  auto section = settings.is_object() ? settings.find("ghostline") : settings.end();
+  v.settings = (section != settings.end() ? *section : settings).get<SettingsChange>();
 }
 
 void from_json(const json& j, InitializeParams& v) {
   if (!j.is_object()) throw InvalidParams{"params must be an object"};
-  v.initialization_options = j.value("initializationOptions", json::object());
+  v.auth_token.reset();
+  v.settings = {};
+  if (auto options = j.find("initializationOptions"); options != j.end() && options->is_object()) {
+    if (auto token = options->find("authToken"); token != options->end() && token->is_string())
+      v.auth_token = token->get<std::string>();
+    v.settings = options->get<SettingsChange>();
+  }
   v.position_encodings.clear();
   if (auto caps = j.find("capabilities"); caps != j.end() && caps->is_object())
     if (auto general = caps->find("general"); general != caps->end() && general->is_object())
@@ -162,6 +172,125 @@ void from_json(const json& j, InitializeParams& v) {
           if (e.is_string()) v.position_encodings.push_back(e.get<std::string>());
   v.trace.reset();
   if (auto t = j.find("trace"); t != j.end() && t->is_string()) v.trace = t->get<std::string>();
+}
+
+void SettingsChange::apply_to(Settings& s) const {
+  if (debounce_ms) s.debounce_ms = *debounce_ms;
+  if (max_tokens) s.max_tokens = *max_tokens;
+  if (deadline_ms) s.deadline_ms = *deadline_ms;
+  if (enabled) s.enabled = *enabled;
+  if (completion) s.completion = *completion;
+  if (languages) s.languages = *languages;
+}
+
+static_assert(CompletionMode{} == CompletionMode::Auto, "Settings::completion is Auto by default");
+
+namespace {
+
+const std::map<std::string, CompletionMode, std::less<>>& completion_modes() {
+  static const std::map<std::string, CompletionMode, std::less<>> modes = {
+      {"auto", CompletionMode::Auto},
+      {"line", CompletionMode::Line},
+      {"block", CompletionMode::Block}};
+  return modes;
+}
+
+}  // namespace
+
+// Each setting is read on its own: one of the wrong type is reported and the others still apply.
+void from_json(const json& j, SettingsChange& v) {
+  v = {};
+  if (!j.is_object()) return;
+  // Files are named only on the daemon's command line: a setting that could make it read or
+  // load a path is refused, whatever the path.
+  for (const char* key : {"model", "modelPath", "draft", "draftModel", "draftModelPath"}) {
+    if (j.contains(key))
+      v.problems.push_back(
+          {1, std::string("setting '") + key +
+                  "' refused: models are chosen on the daemon's command line (--model, --draft); "
+                  "a client cannot make it load a file"});
+  }
+  auto read_int = [&](const char* key, std::optional<int>& out, int lo, int hi) {
+    auto it = j.find(key);
+    if (it == j.end()) return;
+    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
+      v.problems.push_back({2, std::string("setting '") + key + "' must be an integer in [" +
+                                   std::to_string(lo) + ", " + std::to_string(hi) + "]; ignored"});
+      return;
+    }
+    out = it->get<int>();
+  };
+  read_int("debounceMs", v.debounce_ms, 0, 2000);
+  read_int("maxTokens", v.max_tokens, 0, 4096);
+  read_int("deadlineMs", v.deadline_ms, 0, 60000);
+  if (auto it = j.find("enabled"); it != j.end()) {
+    if (it->is_boolean()) {
+      v.enabled = it->get<bool>();
+    } else {
+      v.problems.push_back({2, "setting 'enabled' must be a boolean; ignored"});
+    }
+  }
+  if (auto it = j.find("completion"); it != j.end()) {
+    const auto& modes = completion_modes();
+    auto mode = it->is_string() ? modes.find(it->get<std::string>()) : modes.end();
+    if (mode != modes.end()) {
+      v.completion = mode->second;
+    } else {
+      v.problems.push_back(
+          {2, "setting 'completion' must be \"auto\", \"line\" or \"block\"; ignored"});
+    }
+  }
+  if (auto it = j.find("languages"); it != j.end()) {
+    if (it->is_object()) {
+      v.languages.emplace();
+      for (const auto& [language, on] : it->items()) {
+        if (on.is_boolean()) {
+          (*v.languages)[language] = on.get<bool>();
+        } else {
+          v.problems.push_back(
+              {2, "setting 'languages." + language + "' must be a boolean; ignored"});
+        }
+      }
+    } else {
+      v.problems.push_back(
+          {2, "setting 'languages' must be an object of language id -> true/false; ignored"});
+    }
+  }
+}
+
+void to_json(json& j, const Settings& v) {
+  json languages = json::object();
+  for (const auto& [language, on] : v.languages) languages[language] = on;
+  std::string_view completion = "auto";
+  for (const auto& [name, mode] : completion_modes())
+    if (mode == v.completion) completion = name;
+  j = {{"enabled", v.enabled},         {"debounceMs", v.debounce_ms},
+       {"maxTokens", v.max_tokens},    {"deadlineMs", v.deadline_ms},
+       {"completion", completion},     {"languages", std::move(languages)}};
+}
+
+void to_json(json& j, const TextDocumentSyncOptions& v) {
+  j = {{"openClose", v.open_close},
+       {"change", static_cast<int>(v.change)},
+       {"save", {{"includeText", v.save_include_text}}}};
+}
+void to_json(json& j, const CompletionOptions& v) {
+  j = {{"resolveProvider", v.resolve_provider}, {"triggerCharacters", v.trigger_characters}};
+}
+void to_json(json& j, const ServerCapabilities& v) {
+  j = {{"positionEncoding", to_string(v.position_encoding)},
+       {"textDocumentSync", v.text_document_sync},
+       {"completionProvider", v.completion_provider},
+       {"experimental",
+        {{"ghostlineStats", v.ghostline_stats},
+         {"ghostline", {{"completionUpdated", v.completion_updated}}}}}};
+  if (v.inline_completion_provider) j["inlineCompletionProvider"] = json::object();
+}
+void to_json(json& j, const ServerInfo& v) {
+  j = {{"name", v.name}, {"version", v.version}};
+}
+void to_json(json& j, const InitializeResult& v) {
+  j = {{"capabilities", v.capabilities}, {"serverInfo", v.server_info}};
 }
 
 void to_json(json& j, const Command& v) {

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -83,14 +86,86 @@ struct SetTraceParams {
 
 // Requests and notifications that take no params (any params are ignored).
 struct NoParams {};
+
+// The `completion` setting, defined in completer.h (which includes this header).
+enum class CompletionMode;
+
+// Settings a client can change (initializationOptions, workspace/didChangeConfiguration).
+struct Settings {
+  bool enabled = true;
+  int debounce_ms = 10;
+  int max_tokens = 0;   // 0: the completer's default
+  int deadline_ms = 0;  // 0: the completer's default
+  CompletionMode completion{};  // Auto, its first enumerator
+  // Language ids switched on or off (`languages`); one not named here gets completions.
+  std::map<std::string, bool, std::less<>> languages;
+  bool language_enabled(std::string_view language_id) const {
+    auto it = languages.find(language_id);
+    return it == languages.end() || it->second;
+  }
+};
+
+// A setting the client sent that was refused or ignored, for the user. `type` is
+// window/logMessage's: 1 (an error) for a setting refused, 2 (a warning) for a value ignored.
+struct SettingsProblem {
+  int type = 2;
+  std::string message;
+};
+
+// Settings as a client sent them: each field holds a value only where the client named one of
+// the right type and range. Anything else is in `problems` and leaves the setting as it was.
+struct SettingsChange {
+  std::optional<int> debounce_ms, max_tokens, deadline_ms;
+  std::optional<bool> enabled;
+  std::optional<CompletionMode> completion;
+  // The whole map is replaced: a language left out of a new map gets completions again.
+  std::optional<std::map<std::string, bool, std::less<>>> languages;
+  std::vector<SettingsProblem> problems;
+
+  void apply_to(Settings& settings) const;
+};
+
 struct DidChangeConfigurationParams {
-  nlohmann::json settings;  // our section alone, or all settings with ours under "ghostline"
+  // Clients send either our section alone or all settings with ours under "ghostline".
+  SettingsChange settings;
 };
 
 struct InitializeParams {
   std::vector<std::string> position_encodings;  // capabilities.general.positionEncodings
-  nlohmann::json initialization_options = nlohmann::json::object();
   std::optional<std::string> trace;
+  // initializationOptions: the token a daemon that requires one checks (when it is a string),
+  // and settings.
+  std::optional<std::string> auth_token;
+  SettingsChange settings;
+};
+
+// What the server offers, as initialize answers it; the defaults are Ghostline's.
+enum class TextDocumentSyncKind { None = 0, Full = 1, Incremental = 2 };
+struct TextDocumentSyncOptions {
+  bool open_close = true;
+  TextDocumentSyncKind change = TextDocumentSyncKind::Incremental;
+  bool save_include_text = false;  // save: {includeText}
+};
+struct CompletionOptions {
+  bool resolve_provider = false;
+  std::vector<std::string> trigger_characters;
+};
+struct ServerCapabilities {
+  PositionEncoding position_encoding = PositionEncoding::Utf16;
+  TextDocumentSyncOptions text_document_sync;
+  bool inline_completion_provider = true;
+  CompletionOptions completion_provider;
+  // Under `experimental`: ghostline/stats, and ghostline/completionUpdated notifications.
+  bool ghostline_stats = true;
+  bool completion_updated = true;
+};
+struct ServerInfo {
+  std::string name;
+  std::string version;
+};
+struct InitializeResult {
+  ServerCapabilities capabilities;
+  ServerInfo server_info;
 };
 
 // A command the editor runs when the user accepts an item (LSP's Command).
@@ -179,6 +254,13 @@ void from_json(const nlohmann::json& j, SetTraceParams& v);
 void from_json(const nlohmann::json& j, InitializeParams& v);
 inline void from_json(const nlohmann::json&, NoParams&) {}
 void from_json(const nlohmann::json& j, DidChangeConfigurationParams& v);
+void from_json(const nlohmann::json& j, SettingsChange& v);
+void to_json(nlohmann::json& j, const Settings& v);
+void to_json(nlohmann::json& j, const TextDocumentSyncOptions& v);
+void to_json(nlohmann::json& j, const CompletionOptions& v);
+void to_json(nlohmann::json& j, const ServerCapabilities& v);
+void to_json(nlohmann::json& j, const ServerInfo& v);
+void to_json(nlohmann::json& j, const InitializeResult& v);
 void to_json(nlohmann::json& j, const Command& v);
 void to_json(nlohmann::json& j, const InlineCompletionItem& v);
 void from_json(const nlohmann::json& j, CompletionOutcomeParams& v);

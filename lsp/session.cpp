@@ -227,11 +227,8 @@ void Session::on_initialize(const json& id, const InitializeParams& params) {
     reply_error(id, ErrorCode::InvalidRequest, "initialize was already received");
     return;
   }
-  const json& options = params.initialization_options;
   if (awaiting_auth()) {
-    auto token = options.is_object() ? options.find("authToken") : options.end();
-    if (token == options.end() || !token->is_string() ||
-        !tokens_equal(token->get_ref<const std::string&>(), options_.auth_token)) {
+    if (!params.auth_token || !tokens_equal(*params.auth_token, options_.auth_token)) {
       close_unauthenticated(id, "initializationOptions.authToken is missing or wrong");
       return;
     }
@@ -247,18 +244,13 @@ void Session::on_initialize(const json& id, const InitializeParams& params) {
     }
   }
   if (params.trace) trace_ = *params.trace;
-  if (options.is_object()) apply_settings(options);
+  apply_settings(params.settings);
   state_ = State::Running;
-  json capabilities = {
-      {"positionEncoding", to_string(encoding_)},
-      {"textDocumentSync",
-       {{"openClose", true}, {"change", 2 /* incremental */}, {"save", {{"includeText", false}}}}},
-      {"inlineCompletionProvider", json::object()},
-      {"completionProvider", {{"resolveProvider", false}, {"triggerCharacters", json::array()}}},
-      {"experimental", {{"ghostlineStats", true}, {"ghostline", {{"completionUpdated", true}}}}},
-  };
-  reply(id, {{"capabilities", capabilities},
-             {"serverInfo", {{"name", "ghostline"}, {"version", GHOSTLINE_VERSION_STRING}}}});
+  ServerCapabilities capabilities;
+  capabilities.position_encoding = encoding_;
+  reply(id, InitializeResult{
+                .capabilities = capabilities,
+                .server_info = {.name = "ghostline", .version = GHOSTLINE_VERSION_STRING}});
   spdlog::info("session {}: initialized (position encoding {}, completer: {})", id_,
                to_string(encoding_), completer_.describe());
 }
@@ -286,71 +278,14 @@ void Session::on_exit(const NoParams&) {
 
 void Session::on_set_trace(const SetTraceParams& params) { trace_ = params.value; }
 
-void Session::apply_settings(const json& s) {
-  if (!s.is_object()) return;
-  // Files are named only on the daemon's command line: a setting that could make it read or
-  // load a path is refused, whatever the path.
-  for (const char* key : {"model", "modelPath", "draft", "draftModel", "draftModelPath"}) {
-    if (s.contains(key))
-      log_to_client(1, std::string("setting '") + key +
-                           "' refused: models are chosen on the daemon's command line (--model, --draft); "
-                           "a client cannot make it load a file");
-  }
-  auto read_int = [&](const char* key, int* out, int lo, int hi) {
-    auto it = s.find(key);
-    if (it == s.end()) return;
-    if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
-      log_to_client(2, std::string("setting '") + key + "' must be an integer in [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]; ignored");
-      return;
-    }
-    *out = it->get<int>();
-  };
-  read_int("debounceMs", &settings_.debounce_ms, 0, 2000);
-  read_int("maxTokens", &settings_.max_tokens, 0, 4096);
-  read_int("deadlineMs", &settings_.deadline_ms, 0, 60000);
-  if (auto it = s.find("enabled"); it != s.end()) {
-    if (it->is_boolean()) {
-      settings_.enabled = it->get<bool>();
-    } else {
-      log_to_client(2, "setting 'enabled' must be a boolean; ignored");
-    }
-  }
-  if (auto it = s.find("completion"); it != s.end()) {
-    static const std::map<std::string, CompletionMode, std::less<>> kModes = {
-        {"auto", CompletionMode::Auto}, {"line", CompletionMode::Line}, {"block", CompletionMode::Block}};
-    auto mode = it->is_string() ? kModes.find(it->get<std::string>()) : kModes.end();
-    if (mode != kModes.end()) {
-      settings_.completion = mode->second;
-    } else {
-      log_to_client(2, "setting 'completion' must be \"auto\", \"line\" or \"block\"; ignored");
-    }
-  }
-  if (auto it = s.find("languages"); it != s.end()) {
-    // The whole map is replaced: a language left out of a new map gets completions again.
-    if (it->is_object()) {
-      settings_.languages.clear();
-      for (const auto& [language, on] : it->items()) {
-        if (on.is_boolean()) {
-          settings_.languages[language] = on.get<bool>();
-        } else {
-          log_to_client(2, "setting 'languages." + language + "' must be a boolean; ignored");
-        }
-      }
-    } else {
-      log_to_client(2, "setting 'languages' must be an object of language id -> true/false; ignored");
-    }
-  }
+void Session::apply_settings(const SettingsChange& change) {
+  for (const SettingsProblem& problem : change.problems)
+    log_to_client(problem.type, problem.message);
+  change.apply_to(settings_);
 }
 
 void Session::on_did_change_configuration(const DidChangeConfigurationParams& params) {
-  const json& settings = params.settings;
-  // Clients send either our section alone or all settings with ours under "ghostline".
-  if (settings.is_object() && settings.contains("ghostline")) {
-    apply_settings(settings["ghostline"]);
-  } else {
-    apply_settings(settings);
-  }
+  apply_settings(params.settings);
 }
 
 // ---- documents ----

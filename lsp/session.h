@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,21 +24,6 @@
 
 namespace ghostline::lsp {
 
-// Settings a client can change (initializationOptions, workspace/didChangeConfiguration).
-struct SessionSettings {
-  bool enabled = true;
-  int debounce_ms = 10;
-  int max_tokens = 0;    // 0: the completer's default
-  int deadline_ms = 0;   // 0: the completer's default
-  CompletionMode completion = CompletionMode::Auto;
-  // Language ids switched on or off (`languages`); one not named here gets completions.
-  std::map<std::string, bool, std::less<>> languages;
-  bool language_enabled(std::string_view language_id) const {
-    auto it = languages.find(language_id);
-    return it == languages.end() || it->second;
-  }
-};
-
 struct ServerOptions {
   size_t max_message_bytes = 16u << 20;
   // When set, a client's first message must be initialize carrying
@@ -51,7 +35,7 @@ struct ServerOptions {
   double max_requests_per_second = 0;  // <= 0: unlimited
   // Socket sessions: replies the client has not read, beyond which it is disconnected.
   size_t max_unread_reply_bytes = 64u << 20;
-  SessionSettings defaults;
+  Settings defaults;
   // What the editors report of the completions they showed. Copies of these options share it,
   // so every session of one server counts into one table.
   std::shared_ptr<CompletionOutcomes> outcomes = std::make_shared<CompletionOutcomes>();
@@ -131,7 +115,7 @@ class Session final : public MessageHandler {
   // window/logMessage (1 error, 2 warning, 3 info, 4 log) and the daemon's log.
   void log_to_client(int type, const std::string& message);
   void trace(std::string_view message, const nlohmann::json* verbose);
-  void apply_settings(const nlohmann::json& settings);
+  void apply_settings(const SettingsChange& change);
   std::string document_key(const std::string& uri) const;
 
   int id_;
@@ -139,7 +123,7 @@ class Session final : public MessageHandler {
   Scheduler& scheduler_;
   Completer& completer_;
   ServerOptions options_;
-  SessionSettings settings_;
+  Settings settings_;
 
   enum class State { Uninitialized, Running, ShutDown };
   State state_ = State::Uninitialized;
