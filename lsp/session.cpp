@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lsp/auth_token.h"
-#include "base/text.h"
 #include "base/utf8.h"
 
 namespace ghostline::lsp {
@@ -351,7 +350,7 @@ void Session::on_did_close(const TextDocumentParams& params) {
 // ---- completion ----
 
 void Session::on_inline_completion(const json& id, const InlineCompletionParams& params) {
-  submit_completion(id, params, Style::Inline);
+  submit_completion(id, params, CompletionStyle::Inline);
 }
 
 void Session::on_completion(const json& id, const TextDocumentPositionParams& params) {
@@ -360,10 +359,11 @@ void Session::on_completion(const json& id, const TextDocumentPositionParams& pa
                      .position = params.position,
                      .trigger_kind = InlineCompletionTriggerKind::Invoked,
                      .selected = std::nullopt},
-                    Style::Completion);
+                    CompletionStyle::List);
 }
 
-void Session::submit_completion(const json& id, const InlineCompletionParams& params, Style style) {
+void Session::submit_completion(const json& id, const InlineCompletionParams& params,
+                                CompletionStyle style) {
   const std::string& uri = params.text_document.uri;
   std::shared_ptr<const TextDocument> snapshot = documents_.find(uri);
   if (!snapshot) {
@@ -377,7 +377,7 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
                     std::to_string(snapshot->line_count()) + " lines)");
     return;
   }
-  auto empty = [&] { reply(id, style == Style::Inline ? json(InlineCompletionList{}) : json(CompletionList{})); };
+  auto empty = [&] { reply(id, empty_completion_reply(style)); };
   // A language switched off costs no model time.
   if (!settings_.enabled || !settings_.language_enabled(snapshot->language_id())) return empty();
   if (!completer_.ready()) {
@@ -428,19 +428,18 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
       },
       std::chrono::milliseconds(settings_.debounce_ms),
       // Only inline completions grow: the notification asks the client to request again.
-      style == Style::Inline ? Scheduler::Updated([this, alive = alive_, snapshot, cursor_offset] {
-        if (!*alive || exited_) return;
-        notify("ghostline/completionUpdated",
-               CompletionUpdatedParams{.text_document = {.uri = snapshot->uri()},
-                                       .version = snapshot->version(),
-                                       .position = snapshot->position_of(cursor_offset, encoding_)});
-      })
-                             : Scheduler::Updated());
+      style == CompletionStyle::Inline
+          ? Scheduler::Updated([this, alive = alive_, snapshot, cursor_offset] {
+              if (!*alive || exited_) return;
+              notify("ghostline/completionUpdated",
+                     completion_updated_params(*snapshot, cursor_offset, encoding_));
+            })
+          : Scheduler::Updated());
   // The job may have been answered synchronously (scheduler stopping); then it is gone.
   if (auto p = pending_.find(key); p != pending_.end()) p->second = job;
 }
 
-void Session::reply_completion(const json& id, Style style, const Outcome& outcome,
+void Session::reply_completion(const json& id, CompletionStyle style, const Outcome& outcome,
                                const std::shared_ptr<const TextDocument>& snapshot, size_t cursor,
                                std::chrono::steady_clock::time_point received) {
   if (exited_) return;
@@ -457,39 +456,21 @@ void Session::reply_completion(const json& id, Style style, const Outcome& outco
   spdlog::debug("session {}: completion of {} bytes (queue {:.1f} ms, model {:.1f} ms)", id_,
                 r.insert_text.size(), outcome.queue_ms, outcome.complete_ms);
   if (r.insert_text.empty()) {
-    reply(id, style == Style::Inline ? json(InlineCompletionList{}) : json(CompletionList{}));
+    reply(id, empty_completion_reply(style));
     return;
   }
-  size_t begin = std::min(r.replace_begin, cursor), end = std::max(r.replace_end, cursor);
-  Range range{snapshot->position_of(begin, encoding_), snapshot->position_of(end, encoding_)};
-  if (style == Style::Inline) {
-    // The id lets the editor's plugin report what became of this completion.
-    const uint64_t completion_id = options_.outcomes->issue(
-        {.language = snapshot->language_id(),
-         .model = completer_.model_name(),
-         .chars = utf8_code_points(r.insert_text),
-         .latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - received).count()});
-    reply(id, InlineCompletionList{{{.insert_text = r.insert_text,
-                                     .range = range,
-                                     .command = Command{.title = "Ghostline: completion accepted",
-                                                        .command = "ghostline.completionAccepted",
-                                                        .arguments = json::array({completion_id})}}}});
+  if (style == CompletionStyle::List) {
+    reply(id, completion_list_reply(r, *snapshot, cursor, encoding_));
     return;
   }
-  // Plain completion: clients filter items by the word before the cursor, so the edit covers
-  // that word and the text starts with it.
-  const std::string& text = snapshot->text();
-  size_t word = begin;
-  while (word > 0 && is_identifier_byte(text[word - 1])) --word;
-  std::string word_text = text.substr(word, begin - word);
-  std::string new_text = word_text + r.insert_text;
-  std::string label = new_text.substr(0, new_text.find('\n'));
-  if (label.size() > 80) label = label.substr(0, 77) + "...";
-  const Range edit_range{snapshot->position_of(word, encoding_), range.end};
-  reply(id, CompletionList{.items = {{.label = label,
-                                      .filter_text = new_text,
-                                      .text_edit = {.range = edit_range, .new_text = new_text},
-                                      .detail = "ghostline"}}});
+  // The id lets the editor's plugin report what became of this completion.
+  const auto latency = std::chrono::steady_clock::now() - received;
+  const uint64_t completion_id = options_.outcomes->issue(
+      {.language = snapshot->language_id(),
+       .model = completer_.model_name(),
+       .chars = utf8_code_points(r.insert_text),
+       .latency_ms = std::chrono::duration<double, std::milli>(latency).count()});
+  reply(id, inline_completion_reply(r, *snapshot, cursor, encoding_, completion_id));
 }
 
 void Session::on_cancel_request(const CancelParams& params) {

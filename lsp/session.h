@@ -14,6 +14,7 @@
 
 #include "lsp/completer.h"
 #include "lsp/completion_outcomes.h"
+#include "lsp/completion_reply.h"
 #include "lsp/document_store.h"
 #include "lsp/json_rpc.h"
 #include "lsp/protocol.h"
@@ -103,9 +104,9 @@ class Session final : public MessageHandler {
   void on_did_close(const TextDocumentParams& params);
   void on_completion_outcome(const CompletionOutcomeParams& params);
 
-  enum class Style { Inline, Completion };
-  void submit_completion(const nlohmann::json& id, const InlineCompletionParams& params, Style style);
-  void reply_completion(const nlohmann::json& id, Style style, const Outcome& outcome,
+  void submit_completion(const nlohmann::json& id, const InlineCompletionParams& params,
+                         CompletionStyle style);
+  void reply_completion(const nlohmann::json& id, CompletionStyle style, const Outcome& outcome,
                         const std::shared_ptr<const TextDocument>& snapshot, size_t cursor,
                         std::chrono::steady_clock::time_point received);
 
