@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lsp/auth_token.h"
+#include "lsp/stats_reply.h"
 #include "base/utf8.h"
 
 namespace ghostline::lsp {
@@ -491,36 +492,15 @@ void Session::on_completion_outcome(const CompletionOutcomeParams& params) {
 }
 
 void Session::on_stats(const json& id, const NoParams&) {
-  auto c = scheduler_.counters();
-  json recent = json::array();
-  for (const auto& r : scheduler_.recent_stats()) recent.push_back(r);
   auto counters = json::parse(completer_.counters_json(), nullptr, false);
-  reply(id, {{"completer", completer_.describe()},
-             {"completerCounters", counters.is_object() ? counters : json::object()},
-             {"model", completer_.model_name()},
-             {"outcomes", options_.outcomes->to_json()},
-             {"recent", std::move(recent)},
-             {"scheduler",
-              {{"submitted", c.submitted},
-               {"completed", c.completed},
-               {"failed", c.failed},
-               {"cancelledByClient", c.cancelled_by_client},
-               {"superseded", c.superseded},
-               {"invalidatedByEdit", c.invalidated_by_edit},
-               {"dropped", c.dropped},
-               {"completerCalls", c.completer_calls},
-               {"answeredFromMemory", c.answered_from_memory},
-               {"keptRunning", c.kept_running},
-               {"keptFinished", c.kept_finished},
-               {"answeredEarly", c.answered_early},
-               {"updated", c.updated},
-               {"prefetchStarted", c.prefetch_started},
-               {"prefetchFinished", c.prefetch_finished},
-               {"prefetchPreempted", c.prefetch_preempted},
-               {"stoppedRuns", c.stopped_runs},
-               {"stepsAfterCancel", c.steps_after_cancel},
-               {"maxStepsAfterCancel", c.max_steps_after_cancel}}},
-             {"session", {{"documents", documents_.size()}, {"positionEncoding", to_string(encoding_)}}}});
+  reply(id, StatsResult{.completer = completer_.describe(),
+                        .completer_counters = counters.is_object() ? counters : json::object(),
+                        .model = completer_.model_name(),
+                        .outcomes = options_.outcomes->to_json(),
+                        .recent = scheduler_.recent_stats(),
+                        .scheduler = scheduler_.counters(),
+                        .documents = documents_.size(),
+                        .position_encoding = encoding_});
 }
 
 // The daemon's copy of an open document, so that a client (the replay harness, a test) can
