@@ -25,17 +25,10 @@ enum class TriggerKind { Invoked = 1, Automatic = 2 };
 // a line of code (not inside comments and strings).
 enum class CompletionMode { Auto, Line, Block };
 
-// What a completer takes from the I/O thread's state as a request is submitted (the syntax tree
-// of the document's version, context from other documents), for its own use on the engine
-// thread. Immutable once attached.
-struct RequestAttachment {
-  virtual ~RequestAttachment() = default;
-};
-
-// Per-document state (syntax tree, speculation statistics, completion memory) is kept under one
-// key: the session and the URI, so that two editors on one daemon never share it, and it is
-// forgotten when the session closes the document.
-using DocumentKey = std::string;
+// What a request takes from the I/O thread's document state as it is submitted (the syntax tree
+// of its document's version, context from other documents), for the engine thread. Defined by
+// the DocumentContext that makes it (the daemon's syntax state); opaque here. Immutable.
+struct RequestContext;
 
 struct CompletionRequest {
   std::string uri;
@@ -53,10 +46,10 @@ struct CompletionRequest {
   bool has_selected = false;
   size_t selected_begin = 0, selected_end = 0;
   std::string selected_text;
-  // Set by Completer::attach on the I/O thread; may be null (then the completer works from the
-  // text alone). Requests derived from this one (prefetch) keep it: check that it is for this
-  // version and text.
-  std::shared_ptr<const RequestAttachment> attachment;
+  // Set by the server's DocumentContext on the I/O thread; may be null (then the completer
+  // works from the text alone). Requests derived from this one (prefetch) keep it: check that
+  // it is for this version and text.
+  std::shared_ptr<const RequestContext> context;
 };
 
 struct CompletionResult {
@@ -102,15 +95,9 @@ class Completer {
   virtual std::optional<CompletionRequest> follow_up(const CompletionRequest&, const CompletionResult&) {
     return std::nullopt;
   }
-  // The I/O thread tells the completer of the documents the sessions have open, under a key
-  // unique across sessions. Called on the I/O thread: must be cheap (in proportion to the edit).
-  virtual void document_opened(const DocumentKey& key, const std::string& uri, const std::string& language_id,
-                               int64_t version, const std::string& text) {}
-  virtual void document_edited(const DocumentKey& key, int64_t version, std::span<const DocumentEdit> edits) {}
-  // The completer forgets what it kept of the document.
+  // A session closed the document: the completer forgets what it kept of it (I/O thread;
+  // thread-safe and cheap).
   virtual void document_closed(const DocumentKey& key) {}
-  // I/O thread, as `request` (its document_key set) is submitted: fills request.attachment.
-  virtual void attach(CompletionRequest& request) {}
   // The completer's own counters as a serialized JSON object, for `ghostline/stats` (engine
   // thread and I/O thread: must be thread-safe).
   virtual std::string counters_json() const { return "{}"; }
@@ -120,6 +107,15 @@ class Completer {
 inline const DocumentKey& document_key_of(const CompletionRequest& request) {
   return request.document_key.empty() ? request.uri : request.document_key;
 }
+
+// What the daemon keeps of the open documents beside their text (syntax trees, what the other
+// documents offer a prompt): a listener of every session's documents that gives each request
+// its context as the request is submitted. I/O thread only.
+class DocumentContext : public DocumentListener {
+ public:
+  // `request` has its document_key set.
+  virtual std::shared_ptr<const RequestContext> context_for(const CompletionRequest& request) = 0;
+};
 
 // If `text` is `before.text` with a string inserted at `before.cursor` (the user typed at the
 // cursor), that string (possibly empty: the same text).

@@ -27,6 +27,7 @@ bool DocumentStore::open(const std::string& uri, const std::string& language_id,
                          std::string text) {
   auto [it, added] = documents_.insert_or_assign(
       uri, std::make_shared<TextDocument>(uri, language_id, version, std::move(text)));
+  for (DocumentListener* listener : listeners_) listener->opened(key(uri), *it->second);
   return added;
 }
 
@@ -65,12 +66,18 @@ DocumentStore::ChangeResult DocumentStore::change(
   }
   updated->set_version(version);
   it->second = std::move(updated);
-  for (const auto& listener : listeners_) listener(uri, edits);
+  for (DocumentListener* listener : listeners_) listener->edited(key(uri), *it->second, edits);
   return ChangeResult::Applied;
 }
 
 bool DocumentStore::close(const std::string& uri) {
-  return documents_.erase(uri) > 0;
+  if (documents_.erase(uri) == 0) return false;
+  for (DocumentListener* listener : listeners_) listener->closed(key(uri));
+  return true;
+}
+
+void DocumentStore::clear() {
+  for (const std::string& uri : uris()) close(uri);
 }
 
 std::shared_ptr<const TextDocument> DocumentStore::find(const std::string& uri) const {

@@ -19,13 +19,19 @@ Session::Session(int id, MessageSink& out, Scheduler& scheduler, Completer& comp
       completer_(completer),
       options_(options),
       settings_(options.defaults),
-      request_rate_(options.max_requests_per_second) {
-  // Answers the document's pending request; work the user is typing through is kept.
-  documents_.add_listener([this](const std::string& uri, std::span<const DocumentEdit> edits) {
-    const auto doc = documents_.find(uri);
-    completer_.document_edited(document_key(uri), doc->version(), edits);
-    scheduler_.document_edited(document_key(uri), edits, doc->text());
-  });
+      request_rate_(options.max_requests_per_second),
+      documents_(std::to_string(id) + "\n") {
+  documents_.add_listener(document_events_);
+  if (options_.document_context) documents_.add_listener(*options_.document_context);
+}
+
+void Session::DocumentEvents::edited(const DocumentKey& key, const TextDocument& document,
+                                     std::span<const DocumentEdit> edits) {
+  session_.scheduler_.document_edited(key, edits, document.text());
+}
+
+void Session::DocumentEvents::closed(const DocumentKey& key) {
+  session_.completer_.document_closed(key);
 }
 
 Session::~Session() {
@@ -80,7 +86,6 @@ void Session::on_disconnect() {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, job] : pending) scheduler_.cancel(job, Scheduler::CancelReason::Dropped);
-  for (const std::string& uri : documents_.uris()) completer_.document_closed(document_key(uri));
   documents_.clear();
   exited_ = true;
 }
@@ -216,9 +221,6 @@ void Session::trace(std::string_view message, const json* verbose) {
   notify("$/logTrace", std::move(params));
 }
 
-std::string Session::document_key(const std::string& uri) const {
-  return std::to_string(id_) + "\n" + uri;
-}
 
 // ---- lifecycle ----
 
@@ -305,7 +307,6 @@ void Session::on_did_open(const DidOpenTextDocumentParams& params) {
   }
   if (!documents_.open(doc.uri, doc.language_id, doc.version, doc.text))
     spdlog::warn("session {}: didOpen of an open document {}; replaced", id_, doc.uri);
-  completer_.document_opened(document_key(doc.uri), doc.uri, doc.language_id, doc.version, doc.text);
 }
 
 void Session::on_did_change(const DidChangeTextDocumentParams& params) {
@@ -345,7 +346,6 @@ void Session::on_did_close(const TextDocumentParams& params) {
   const std::string& uri = params.text_document.uri;
   scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
   if (!documents_.close(uri)) log_to_client(2, "didClose for " + uri + ", which is not open");
-  else completer_.document_closed(document_key(uri));
 }
 
 // ---- completion ----
@@ -411,7 +411,7 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
     request.selected_text = params.selected->text;
   }
   request.document_key = document_key(uri);
-  completer_.attach(request);
+  if (options_.document_context) request.context = options_.document_context->context_for(request);
 
   std::string key = id.dump();
   if (pending_.count(key)) {

@@ -40,6 +40,10 @@ struct ServerOptions {
   // What the editors report of the completions they showed. Copies of these options share it,
   // so every session of one server counts into one table.
   std::shared_ptr<CompletionOutcomes> outcomes = std::make_shared<CompletionOutcomes>();
+  // What the daemon keeps of every session's documents (syntax trees), and each request's
+  // context from it; null: requests are completed from their text alone. Not owned: it
+  // outlives the server.
+  DocumentContext* document_context = nullptr;
 };
 
 class Session final : public MessageHandler {
@@ -117,7 +121,22 @@ class Session final : public MessageHandler {
   void log_to_client(int type, const std::string& message);
   void trace(std::string_view message, const nlohmann::json* verbose);
   void apply_settings(const SettingsChange& change);
-  std::string document_key(const std::string& uri) const;
+  std::string document_key(const std::string& uri) const { return documents_.key(uri); }
+
+  // What the session itself does as its documents change: the scheduler answers the
+  // document's pending request (work the user is typing through is kept), and the completer
+  // forgets a closed document.
+  class DocumentEvents : public DocumentListener {
+   public:
+    explicit DocumentEvents(Session& session) : session_(session) {}
+    void opened(const DocumentKey&, const TextDocument&) override {}
+    void edited(const DocumentKey& key, const TextDocument& document,
+                std::span<const DocumentEdit> edits) override;
+    void closed(const DocumentKey& key) override;
+
+   private:
+    Session& session_;
+  };
 
   int id_;
   MessageSink& out_;
@@ -141,6 +160,7 @@ class Session final : public MessageHandler {
   RateLimiter request_rate_;
 
   DocumentStore documents_;
+  DocumentEvents document_events_{*this};
   // Pending completion requests by JSON-RPC id (dumped), for $/cancelRequest.
   std::unordered_map<std::string, Scheduler::JobId> pending_;
 };

@@ -14,6 +14,7 @@
 #include "daemon/pipeline/completion_service.h"
 #include "daemon/pipeline/memo_completer.h"
 #include "daemon/pipeline/scripted_completer.h"
+#include "daemon/pipeline/syntax_context.h"
 #include "engine/gguf/mapped_file_faults.h"
 #include "lsp/auth_token.h"
 #include "lsp/private_dir.h"
@@ -194,6 +195,10 @@ int serve_main(std::span<char* const> args) {
 
   int code = 0;
   {
+    // The syntax trees of every session's documents, each request's context (the scripted
+    // completer of the protocol tests reads none).
+    SyntaxState syntax(/*cross_file=*/true);
+    if (scripted_steps < 0) server.document_context = &syntax;
     lsp::Server srv(*completer, server, recorder.get());
     try {
       code = address ? srv.run_listen(*address, write_token_file) : srv.run_stdio();

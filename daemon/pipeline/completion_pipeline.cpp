@@ -50,7 +50,7 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
   stats.decision = syntax::decision_name(q.context.decision);
   stats.decision_reason = q.context.reason;
   stats.language = q.context.language;
-  if (const auto* a = syntax_attachment(q.request)) {
+  if (const lsp::RequestContext* a = q.request.context.get()) {
     stats.reparse_ms = a->reparse_ms;
     stats.attach_ms = a->attach_ms;
   }

@@ -79,7 +79,7 @@ class Generate {
   virtual Generated generate(PipelineRequest& q, syntax::StopRules& rules,
                              const lsp::CancelToken& cancel,
                              const AnswerEarlyText& answer_early_text) = 0;
-  // Drops what it keeps of a document (it was closed).
+  // Drops what it keeps of a document (it was closed). Called on the I/O thread: thread-safe.
   virtual void forget(const lsp::DocumentKey&) {}
   // A short description for logs and `ghostline/stats`, and the model's name.
   virtual std::string describe() const = 0;

@@ -27,8 +27,8 @@ class NoModelCompleter : public lsp::Completer {
   std::string why_;
 };
 
-// The pipeline over one Generate, with the syntax trees of the open documents.
-class PipelineCompleter : public SyntaxAwareCompleter {
+// The pipeline over one Generate.
+class PipelineCompleter : public lsp::Completer {
  public:
   PipelineCompleter(const EngineOptions& options, std::unique_ptr<Generate> generate)
       : options_(options), generate_(std::move(generate)) {}
@@ -45,9 +45,9 @@ class PipelineCompleter : public SyntaxAwareCompleter {
   }
   std::string describe() const override { return generate_->describe(); }
   std::string model_name() const override { return generate_->model_name(); }
+  void document_closed(const lsp::DocumentKey& key) override { generate_->forget(key); }
 
  private:
-  void forget(const lsp::DocumentKey& key) override { generate_->forget(key); }
 
   EngineOptions options_;
   std::unique_ptr<Generate> generate_;

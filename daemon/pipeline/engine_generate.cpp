@@ -244,6 +244,11 @@ void EngineGenerate::record(PipelineRequest& q, const engine::GenerateResult& r)
 
 EngineGenerate::SpeculationState& EngineGenerate::speculation_state(
     const lsp::CompletionRequest& request) {
+  {
+    std::lock_guard lock(closed_mutex_);
+    for (const lsp::DocumentKey& closed : closed_) by_document_.erase(closed);
+    closed_.clear();
+  }
   const lsp::DocumentKey& key = lsp::document_key_of(request);
   auto it = by_document_.find(key);
   if (it == by_document_.end()) {
@@ -264,6 +269,9 @@ EngineGenerate::SpeculationState& EngineGenerate::speculation_state(
   return it->second;
 }
 
-void EngineGenerate::forget(const lsp::DocumentKey& key) { by_document_.erase(key); }
+void EngineGenerate::forget(const lsp::DocumentKey& key) {
+  std::lock_guard lock(closed_mutex_);
+  closed_.push_back(key);
+}
 
 }  // namespace ghostline::daemon

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 #include <string>
 #include <unordered_map>
 
@@ -74,6 +76,9 @@ class EngineGenerate : public Generate {
   std::unordered_map<lsp::DocumentKey, SpeculationState> by_document_;
   std::unordered_map<std::string, SpeculationState> latest_by_language_;
   uint64_t clock_ = 0;
+  // Documents closed (I/O thread), whose statistics go at the next request (engine thread).
+  std::mutex closed_mutex_;
+  std::vector<lsp::DocumentKey> closed_;
   // What a proposal costs on this machine, measured as the models run (shared by documents).
   std::optional<engine::SpeculationCosts> costs_;
 };

@@ -28,18 +28,10 @@ class MemoCompleter : public lsp::Completer {
   std::optional<lsp::CompletionRequest> follow_up(const lsp::CompletionRequest& request,
                                                   const lsp::CompletionResult& result) override;
   std::string counters_json() const override;
-  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
-                       int64_t version, const std::string& text) override {
-    inner_->document_opened(key, uri, language_id, version, text);
-  }
-  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
-    inner_->document_edited(key, version, edits);
-  }
-  void document_closed(const std::string& key) override {
+  void document_closed(const lsp::DocumentKey& key) override {
     memory_.forget(key);
     inner_->document_closed(key);
   }
-  void attach(lsp::CompletionRequest& request) override { inner_->attach(request); }
 
   uint64_t inner_calls() const { return inner_calls_.load(); }
 

@@ -62,10 +62,9 @@ class RemoteGenerate : public Generate {
   std::string server_stop_reason_;  // the current request's finish reason, when the server gave one
 };
 
-// The syntax trees come from SyntaxAwareCompleter, as for the local model. A server that keeps
-// failing opens the circuit breaker; meanwhile the local model (`local`, may be null) answers
-// through the same pipeline, or the request is answered empty.
-class RemoteCompleter : public SyntaxAwareCompleter {
+// A server that keeps failing opens the circuit breaker; meanwhile the local model (`local`, may
+// be null) answers through the same pipeline, or the request is answered empty.
+class RemoteCompleter : public lsp::Completer {
  public:
   // Throws std::invalid_argument for a bad URL or a missing API key variable.
   RemoteCompleter(const EngineOptions& options, const std::string& tokenizer_path,
@@ -77,6 +76,9 @@ class RemoteCompleter : public SyntaxAwareCompleter {
   std::string describe() const override;
   std::string model_name() const override;
   std::string counters_json() const override;
+  void document_closed(const lsp::DocumentKey& key) override {
+    if (local_) local_->forget(key);
+  }
 
  private:
   lsp::CompletionResult after_failure(const lsp::CompletionRequest& request,
@@ -84,9 +86,6 @@ class RemoteCompleter : public SyntaxAwareCompleter {
   lsp::CompletionResult answer_without_server(const lsp::CompletionRequest& request,
                                               const lsp::CancelToken& cancel,
                                               const std::string& why);
-  void forget(const lsp::DocumentKey& key) override {
-    if (local_) local_->forget(key);
-  }
   void count_stream(const CompletionStats& stats);
   void note_failure(const std::string& why);
   void note_success();

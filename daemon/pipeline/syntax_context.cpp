@@ -33,20 +33,23 @@ size_t row_start(std::string_view text, uint32_t row) {
 
 }  // namespace
 
-void SyntaxState::opened(const std::string& key, const std::string& uri, const std::string& language_id,
-                         int64_t version, const std::string& text) {
+void SyntaxState::opened(const lsp::DocumentKey& key, const lsp::TextDocument& document) {
+  const std::string& uri = document.uri();
+  const std::string& text = document.text();
+  const int64_t version = document.version();
   // A very large document (generated code, data) is completed from its text alone: its parse
   // would hold the I/O thread.
-  if (text.size() <= kMaxParsedBytes) trees_.open(key, language_id, uri, text);
+  if (text.size() <= kMaxParsedBytes) trees_.open(key, document.language_id(), uri, text);
   else trees_.close(key);
   docs_[key] = Doc{syntax::prompt_path(uri), repo_name(uri), version};
   if (cross_file_ && trees_.find(key)) index_.opened(key, docs_[key].path);
 }
 
-void SyntaxState::edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) {
+void SyntaxState::edited(const lsp::DocumentKey& key, const lsp::TextDocument& document,
+                         std::span<const lsp::DocumentEdit> edits) {
   auto it = docs_.find(key);
   if (it == docs_.end()) return;
-  it->second.version = version;
+  it->second.version = document.version();
   const syntax::DocumentTree* tree = trees_.find(key);
   if (!tree) return;
   try {
@@ -65,18 +68,19 @@ void SyntaxState::edited(const std::string& key, int64_t version, std::span<cons
   if (cross_file_ && !edits.empty()) index_.edited(key, edits.back().begin + edits.back().new_text.size());
 }
 
-void SyntaxState::closed(const std::string& key) {
+void SyntaxState::closed(const lsp::DocumentKey& key) {
   trees_.close(key);
   index_.closed(key);
   docs_.erase(key);
 }
 
-std::shared_ptr<const SyntaxAttachment> SyntaxState::attach(const lsp::CompletionRequest& request,
-                                                            const std::string& key) {
+std::shared_ptr<const lsp::RequestContext> SyntaxState::context_for(
+    const lsp::CompletionRequest& request) {
   const auto start = Clock::now();
+  const lsp::DocumentKey& key = lsp::document_key_of(request);
   auto it = docs_.find(key);
   if (it == docs_.end()) return nullptr;
-  auto a = std::make_shared<SyntaxAttachment>();
+  auto a = std::make_shared<lsp::RequestContext>();
   a->version = request.version;
   a->text_size = request.text.size();
   a->path = it->second.path;
@@ -102,7 +106,7 @@ std::shared_ptr<const SyntaxAttachment> SyntaxState::attach(const lsp::Completio
 }
 
 std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::CompletionRequest& request) {
-  const auto* a = syntax_attachment(request);
+  const lsp::RequestContext* a = request.context.get();
   if (a && a->tree && a->version == request.version && a->text_size == request.text.size()) return a->tree;
   // A request derived from an attached one (a prefetch of the state after accepting a
   // completion) decides from its text: a fresh parse of a big file would hold the engine thread.
@@ -129,7 +133,7 @@ syntax::CompletionContext SyntaxState::context_for(const lsp::CompletionRequest&
 }
 
 SyntaxState::PromptContext SyntaxState::prompt_context(const lsp::CompletionRequest& request) {
-  const auto* a = syntax_attachment(request);
+  const lsp::RequestContext* a = request.context.get();
   if (!a) return {};
   return PromptContext{a->other_files, a->repo};
 }

@@ -1,6 +1,7 @@
 // The syntax side of the pipeline: the trees of the open documents, kept up to date on the I/O
-// thread from each edit, and what a request takes from them for the engine thread (a copy of
-// its document's tree, snippets from the other documents).
+// thread from each edit as a listener of every session's documents, and what a request takes
+// from them for the engine thread (a copy of its document's tree, snippets from the other
+// documents) as its context.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +16,8 @@
 #include "syntax/cross_file.h"
 #include "syntax/document_tree.h"
 
-namespace ghostline::daemon {
-
-struct SyntaxAttachment : lsp::RequestAttachment {
+// A request's context (declared in lsp/completer.h, which knows nothing of syntax).
+struct ghostline::lsp::RequestContext {
   std::shared_ptr<const syntax::TreeSnapshot> tree;  // null: no grammar for the language
   int64_t version = 0;
   size_t text_size = 0;
@@ -28,21 +28,19 @@ struct SyntaxAttachment : lsp::RequestAttachment {
   double attach_ms = 0;                             // time taken here on the I/O thread
 };
 
-// The request's syntax attachment, or null when it has none.
-inline const SyntaxAttachment* syntax_attachment(const lsp::CompletionRequest& request) {
-  return dynamic_cast<const SyntaxAttachment*>(request.attachment.get());
-}
+namespace ghostline::daemon {
 
-class SyntaxState {
+class SyntaxState final : public lsp::DocumentContext {
  public:
   explicit SyntaxState(bool cross_file) : cross_file_(cross_file) {}
 
-  // I/O thread.
-  void opened(const std::string& key, const std::string& uri, const std::string& language_id, int64_t version,
-              const std::string& text);
-  void edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits);
-  void closed(const std::string& key);
-  std::shared_ptr<const SyntaxAttachment> attach(const lsp::CompletionRequest& request, const std::string& key);
+  // I/O thread: the documents of every session, and each request's context.
+  void opened(const lsp::DocumentKey& key, const lsp::TextDocument& document) override;
+  void edited(const lsp::DocumentKey& key, const lsp::TextDocument& document,
+              std::span<const lsp::DocumentEdit> edits) override;
+  void closed(const lsp::DocumentKey& key) override;
+  std::shared_ptr<const lsp::RequestContext> context_for(
+      const lsp::CompletionRequest& request) override;
 
   // Engine thread: the tree of exactly request.text: the attached copy when it is of this
   // version and text; none for a request derived from an attached one (prefetch); a fresh parse
@@ -53,7 +51,8 @@ class SyntaxState {
   // cursor. A request the user made explicitly is always answered.
   static syntax::CompletionContext context_for(const lsp::CompletionRequest& request, bool fim);
 
-  // What the prompt takes from the attachment: the other files' snippets and the repository.
+  // What the prompt takes from the request's context: the other files' snippets and the
+  // repository.
   struct PromptContext {
     std::span<const syntax::FileContext> other_files;
     std::string_view repo;
@@ -76,33 +75,6 @@ class SyntaxState {
     int64_t version = 0;
   };
   std::unordered_map<std::string, Doc> docs_;
-};
-
-// A completer whose requests carry the syntax of their documents: it keeps the open documents'
-// trees from the I/O thread's hooks and attaches them to each request as it is submitted.
-class SyntaxAwareCompleter : public lsp::Completer {
- public:
-  void document_opened(const std::string& key, const std::string& uri, const std::string& language_id,
-                       int64_t version, const std::string& text) override {
-    syntax_.opened(key, uri, language_id, version, text);
-  }
-  void document_edited(const std::string& key, int64_t version, std::span<const lsp::DocumentEdit> edits) override {
-    syntax_.edited(key, version, edits);
-  }
-  void document_closed(const std::string& key) override {
-    syntax_.closed(key);
-    forget(key);
-  }
-  void attach(lsp::CompletionRequest& request) override {
-    request.attachment = syntax_.attach(request, request.document_key);
-  }
-
- protected:
-  // What the completer keeps per document besides its tree: dropped as the document closes.
-  virtual void forget(const lsp::DocumentKey&) {}
-
- private:
-  SyntaxState syntax_{/*cross_file=*/true};
 };
 
 }  // namespace ghostline::daemon

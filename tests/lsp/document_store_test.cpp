@@ -1,5 +1,6 @@
 #include "lsp/document_store.h"
 
+#include <functional>
 #include <random>
 #include <tuple>
 
@@ -7,6 +8,23 @@
 
 namespace ghostline::lsp {
 namespace {
+
+// Hears the edits through a function, and which keys were opened and closed.
+class Listener : public DocumentListener {
+ public:
+  using OnEdit = std::function<void(const DocumentKey& key, std::span<const DocumentEdit>)>;
+  explicit Listener(OnEdit on_edit = {}) : on_edit_(std::move(on_edit)) {}
+  void opened(const DocumentKey& key, const TextDocument&) override { opened_keys.push_back(key); }
+  void edited(const DocumentKey& key, const TextDocument&,
+              std::span<const DocumentEdit> edits) override {
+    if (on_edit_) on_edit_(key, edits);
+  }
+  void closed(const DocumentKey& key) override { closed_keys.push_back(key); }
+  std::vector<std::string> opened_keys, closed_keys;
+
+ private:
+  OnEdit on_edit_;
+};
 
 struct Heard {
   std::string uri;
@@ -16,9 +34,10 @@ struct Heard {
 TEST(DocumentStore, EmitsTheByteRangeOfEachChange) {
   DocumentStore store;
   std::vector<Heard> heard;
-  store.add_listener([&](const std::string& uri, std::span<const DocumentEdit> edits) {
+  Listener listener([&](const std::string& uri, std::span<const DocumentEdit> edits) {
     heard.push_back({uri, {edits.begin(), edits.end()}});
   });
+  store.add_listener(listener);
   store.open("file:///a.py", "python", 1, "héllo\nworld\n");
   const TextDocumentContentChangeEvent changes[] = {
       {.range = Range{{0, 2}, {0, 2}}, .text = "X"},  // utf-16 column 2 is after 'é' (2 bytes)
@@ -39,12 +58,29 @@ TEST(DocumentStore, EmitsTheByteRangeOfEachChange) {
   EXPECT_EQ(store.find("file:///a.py")->version(), 2);
 }
 
+TEST(DocumentStore, ListenersHearEachOpenAndCloseUnderTheStoresKeys) {
+  DocumentStore store("7\n");
+  Listener listener;
+  store.add_listener(listener);
+  store.open("file:///a.py", "python", 1, "a\n");
+  store.open("file:///b.py", "python", 1, "b\n");
+  EXPECT_EQ(store.key("file:///a.py"), "7\nfile:///a.py");
+  EXPECT_EQ(listener.opened_keys, (std::vector<std::string>{"7\nfile:///a.py", "7\nfile:///b.py"}));
+  EXPECT_TRUE(store.close("file:///a.py"));
+  EXPECT_FALSE(store.close("file:///a.py"));
+  EXPECT_EQ(listener.closed_keys, (std::vector<std::string>{"7\nfile:///a.py"}));
+  store.clear();  // the session ends: what is kept of its documents goes with them
+  EXPECT_EQ(listener.closed_keys, (std::vector<std::string>{"7\nfile:///a.py", "7\nfile:///b.py"}));
+  EXPECT_EQ(store.size(), 0u);
+}
+
 TEST(DocumentStore, AWholeTextChangeBecomesTheSmallestEdit) {
   DocumentStore store;
   std::vector<DocumentEdit> last;
-  store.add_listener([&](const std::string&, std::span<const DocumentEdit> e) {
+  Listener listener([&](const std::string&, std::span<const DocumentEdit> e) {
     last.assign(e.begin(), e.end());
   });
+  store.add_listener(listener);
   store.open("u", "c", 1, "int x = 1;\n");
   const TextDocumentContentChangeEvent full[] = {{.range = std::nullopt, .text = "int xy = 1;\n"}};
   store.change("u", 2, full, PositionEncoding::Utf8);
@@ -57,7 +93,8 @@ TEST(DocumentStore, AWholeTextChangeBecomesTheSmallestEdit) {
 TEST(DocumentStore, AChangeOutsideTheDocumentLeavesItAsItWas) {
   DocumentStore store;
   int heard = 0;
-  store.add_listener([&](const std::string&, std::span<const DocumentEdit>) { ++heard; });
+  Listener listener([&](const std::string&, std::span<const DocumentEdit>) { ++heard; });
+  store.add_listener(listener);
   store.open("u", "c", 1, "ab\n");
   const TextDocumentContentChangeEvent changes[] = {
       {.range = Range{{0, 0}, {0, 0}}, .text = "x"},
@@ -82,9 +119,10 @@ TEST(DocumentStore, EditsReplayedOnTheOldTextGiveTheNewText) {
   for (auto encoding : {PositionEncoding::Utf8, PositionEncoding::Utf16, PositionEncoding::Utf32}) {
     DocumentStore store;
     std::string mirror = "start\nline two\n";
-    store.add_listener([&](const std::string&, std::span<const DocumentEdit> edits) {
+    Listener listener([&](const std::string&, std::span<const DocumentEdit> edits) {
       for (const auto& e : edits) mirror.replace(e.begin, e.end - e.begin, e.new_text);
     });
+    store.add_listener(listener);
     store.open("u", "t", 1, mirror);
     for (int step = 0; step < 300; ++step) {
       auto doc = store.find("u");

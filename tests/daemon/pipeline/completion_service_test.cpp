@@ -8,7 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/pipeline/syntax_context.h"
 #include "engine/model/random_model.h"
+#include "lsp/text_document.h"
 
 namespace ghostline::daemon {
 namespace {
@@ -144,8 +146,10 @@ TEST(CompletionService, OtherDocumentsDefinitionsReachTheCachedHeadOfThePrompt) 
   std::string main = "from util import load_config\n\ndef main():\n    cfg = load_config('a.toml')\n";
   for (int i = 0; i < 20; ++i) main += "    step_" + std::to_string(i) + "(cfg)\n";
   main += "    ";
-  service->document_opened("s\nutil", "file:///p/util.py", "python", 1, util);
-  service->document_opened("s\nmain", "file:///p/main.py", "python", 1, main);
+  // The documents as a session's store tells the daemon's syntax state of them.
+  SyntaxState syntax(/*cross_file=*/true);
+  syntax.opened("s\nutil", lsp::TextDocument("file:///p/util.py", "python", 1, util));
+  syntax.opened("s\nmain", lsp::TextDocument("file:///p/main.py", "python", 1, main));
   lsp::CancelToken never;
   auto ask = [&](const std::string& text, int64_t version) {
     lsp::CompletionRequest r = request_at_end(text);
@@ -154,18 +158,21 @@ TEST(CompletionService, OtherDocumentsDefinitionsReachTheCachedHeadOfThePrompt) 
     r.version = version;
     r.max_tokens = 4;
     r.document_key = "s\nmain";
-    service->attach(r);
+    r.context = syntax.context_for(r);
     return service->complete(r, never);
   };
   auto first = ask(main, 1);
   EXPECT_EQ(stats_of(first)["otherFiles"], 1) << stats_of(first).dump();
   EXPECT_GT(stats_of(first)["otherFilesTokens"].get<int>(), 10);
   const lsp::DocumentEdit typed{.uri = "file:///p/main.py", .version = 2, .begin = main.size(), .end = main.size(), .new_text = "r"};
-  service->document_edited("s\nmain", 2, std::span(&typed, 1));
+  syntax.edited("s\nmain", lsp::TextDocument("file:///p/main.py", "python", 2, main + "r"),
+                std::span(&typed, 1));
   auto second = ask(main + "r", 2);
   const auto& s2 = stats_of(second);
   EXPECT_EQ(s2["otherFiles"], 1);
   EXPECT_GE(s2["matchedTokens"].get<int>(), s2["promptTokens"].get<int>() - 24) << s2.dump();
+  syntax.closed("s\nutil");
+  syntax.closed("s\nmain");
   service->document_closed("s\nutil");
   service->document_closed("s\nmain");
   std::filesystem::remove(path);
