@@ -1,5 +1,5 @@
-// Small UTF-8 helpers (tokenizers, LSP positions, completion text). Validity follows RFC 3629 (no overlong
-// forms, no surrogates, nothing above U+10FFFF), as PCRE2 checks it.
+// Small UTF-8 helpers (tokenizers, LSP positions, completion text). Validity follows RFC 3629 (no
+// overlong forms, no surrogates, nothing above U+10FFFF), as PCRE2 checks it.
 #pragma once
 
 #include <cstddef>

@@ -5,7 +5,8 @@
 namespace ghostline::cache {
 
 CompletionMemory::CompletionMemory(size_t per_document, size_t documents)
-    : per_document_(std::max<size_t>(1, per_document)), documents_(std::max<size_t>(1, documents)) {}
+    : per_document_(std::max<size_t>(1, per_document)),
+      documents_(std::max<size_t>(1, documents)) {}
 
 void CompletionMemory::remember(std::string_view document, std::shared_ptr<const std::string> text,
                                 size_t cursor, std::string_view completion) {
@@ -14,8 +15,9 @@ void CompletionMemory::remember(std::string_view document, std::shared_ptr<const
   auto it = by_document_.find(std::string(document));
   if (it == by_document_.end()) {
     if (by_document_.size() >= documents_) {
-      auto oldest = std::min_element(by_document_.begin(), by_document_.end(),
-                                     [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+      auto oldest = std::min_element(
+          by_document_.begin(), by_document_.end(),
+          [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
       by_document_.erase(oldest);
     }
     it = by_document_.emplace(std::string(document), Document{}).first;
@@ -33,7 +35,8 @@ void CompletionMemory::remember(std::string_view document, std::shared_ptr<const
 }
 
 std::optional<CompletionMemory::Recalled> CompletionMemory::recall(std::string_view document,
-                                                                   std::string_view text, size_t cursor) {
+                                                                   std::string_view text,
+                                                                   size_t cursor) {
   std::lock_guard lock(mutex_);
   ++stats_.recalls;
   if (cursor > text.size()) return std::nullopt;

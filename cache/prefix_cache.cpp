@@ -49,7 +49,10 @@ void PrefixCache::Lock::reset() {
 }
 
 PrefixCache::PrefixCache(BlockRefcounts& refs, int block_tokens, size_t max_blocks)
-    : refs_(refs), block_tokens_(block_tokens), max_blocks_(max_blocks), root_(std::make_unique<Node>()) {
+    : refs_(refs),
+      block_tokens_(block_tokens),
+      max_blocks_(max_blocks),
+      root_(std::make_unique<Node>()) {
   stats_.max_blocks = max_blocks;
 }
 
@@ -69,7 +72,8 @@ PrefixCache::Match PrefixCache::match(std::span<const int32_t> tokens) {
   while (tokens.size() - pos >= B) {
     auto chunk = tokens.subspan(pos, B);
     auto it = node->full_children.find(chain_hash(node->hash, chunk));
-    if (it == node->full_children.end() || !std::equal(chunk.begin(), chunk.end(), it->second->tokens.begin()))
+    if (it == node->full_children.end() ||
+        !std::equal(chunk.begin(), chunk.end(), it->second->tokens.begin()))
       break;
     node = it->second.get();
     m.blocks.push_back(node->block);
@@ -110,7 +114,8 @@ PrefixCache::Lock PrefixCache::lock(const Match& match) {
 PrefixCache::Node* PrefixCache::child_for(Node* parent, std::span<const int32_t> chunk) {
   if (chunk.size() == static_cast<size_t>(block_tokens_)) {
     auto it = parent->full_children.find(chain_hash(parent->hash, chunk));
-    if (it != parent->full_children.end() && std::equal(chunk.begin(), chunk.end(), it->second->tokens.begin()))
+    if (it != parent->full_children.end() &&
+        std::equal(chunk.begin(), chunk.end(), it->second->tokens.begin()))
       return it->second.get();
     return nullptr;
   }

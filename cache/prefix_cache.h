@@ -33,7 +33,9 @@ struct PrefixCacheStats {
   uint64_t evicted_blocks = 0;
   size_t blocks = 0;            // held now
   size_t max_blocks = 0;
-  double hit_rate() const { return lookup_tokens ? double(matched_tokens) / double(lookup_tokens) : 0; }
+  double hit_rate() const {
+    return lookup_tokens ? double(matched_tokens) / double(lookup_tokens) : 0;
+  }
 };
 
 class PrefixCache {
@@ -44,7 +46,9 @@ class PrefixCache {
   class Lock {
    public:
     Lock() = default;
-    Lock(Lock&& other) noexcept : cache_(other.cache_), node_(other.node_) { other.node_ = nullptr; }
+    Lock(Lock&& other) noexcept : cache_(other.cache_), node_(other.node_) {
+      other.node_ = nullptr;
+    }
     Lock& operator=(Lock&& other) noexcept;
     ~Lock() { reset(); }
     void reset();

@@ -39,12 +39,16 @@ Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptio
   max_chunk_tokens_ = options_.chunk_tokens;
   options_.threads = std::max(1, options_.threads);
   backend_ = make_backend(model, pool,
-                          {.kind = options_.backend, .threads = options_.threads, .max_batch_tokens = options_.chunk_tokens});
+                          {.kind = options_.backend,
+                           .threads = options_.threads,
+                           .max_batch_tokens = options_.chunk_tokens});
 }
 
 Generator::~Generator() = default;
 
-void Generator::set_chunk_tokens(int n) { options_.chunk_tokens = std::clamp(n, 1, max_chunk_tokens_); }
+void Generator::set_chunk_tokens(int n) {
+  options_.chunk_tokens = std::clamp(n, 1, max_chunk_tokens_);
+}
 
 std::span<const float> Generator::logits(int i) const {
   if (i < 0 || i >= n_logits_) throw std::out_of_range("Generator::logits: no such position");
@@ -116,8 +120,8 @@ bool Generator::prefill(KvSequence& seq, std::span<const int32_t> prompt,
     }
     const size_t len = std::min(rest.size() - s, size_t(options_.chunk_tokens));
     const bool last_chunk = s + len == rest.size();
-    if (!forward(seq, rest.subspan(s, len), last_chunk ? LogitsRequest::last() : LogitsRequest::none(),
-                 options.cancel)) {
+    if (!forward(seq, rest.subspan(s, len),
+                 last_chunk ? LogitsRequest::last() : LogitsRequest::none(), options.cancel)) {
       r.reason = StopReason::Cancelled;
       r.prefill_ms = ms_since(prefill_start);
       return false;
@@ -145,7 +149,8 @@ GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> pro
   const auto decode_start = Clock::now();
   r.reason = StopReason::MaxTokens;
   if (options.max_tokens > 0) {
-    while (stop.accept(sampler.sample(logits(0)), r) && stop.may_extend(seq.n_tokens, model_.n_ctx(), r)) {
+    while (stop.accept(sampler.sample(logits(0)), r) &&
+           stop.may_extend(seq.n_tokens, model_.n_ctx(), r)) {
       const int32_t step[1] = {r.tokens.back()};
       forward(seq, step, LogitsRequest::last());
       ++r.speculation.target_steps;

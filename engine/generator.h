@@ -126,8 +126,8 @@ class Generator {
   // Runs the model over `tokens` appended at positions seq.n_tokens.. of `seq`, allocating
   // blocks as needed (a shared partial last block is copied first). Afterwards logits(i) for
   // i < request.last_n are the logits after the (tokens.size() - last_n + i)-th token. Checks
-  // `cancel` between chunks and between layers; returns false if it stopped early, in which case `seq` holds the
-  // chunks that were completed and no logits are valid. Throws KvPoolExhausted, or
+  // `cancel` between chunks and between layers; returns false if it stopped early, in which case
+  // `seq` holds the chunks that were completed and no logits are valid. Throws KvPoolExhausted, or
   // std::invalid_argument when the tokens exceed the context or the vocabulary.
   bool forward(KvSequence& seq, std::span<const int32_t> tokens, LogitsRequest request = {},
                const std::atomic<bool>* cancel = nullptr);

@@ -2,7 +2,8 @@
 
 namespace ghostline::lsp {
 
-std::optional<std::string_view> typed_at_cursor(const CompletionRequest& before, std::string_view text) {
+std::optional<std::string_view> typed_at_cursor(const CompletionRequest& before,
+                                                std::string_view text) {
   const std::string_view old = before.text;
   const size_t cursor = before.cursor;
   if (cursor > old.size() || text.size() < old.size()) return std::nullopt;

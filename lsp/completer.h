@@ -68,7 +68,8 @@ class Completer {
   virtual ~Completer() = default;
   // Runs on the engine thread. Must check `cancel` between steps and return promptly once it
   // is set (whatever it returns then is discarded).
-  virtual CompletionResult complete(const CompletionRequest& request, const CancelToken& cancel) = 0;
+  virtual CompletionResult complete(const CompletionRequest& request,
+                                    const CancelToken& cancel) = 0;
   // Runs on the engine thread, as complete(), but may call `answer_early` (at most once, on the
   // engine thread) with what is ready when the reply is due: the request is answered with it
   // while the work goes on, and a final result that shows more is announced to the client.
@@ -92,7 +93,8 @@ class Completer {
   // `result`: a request the user is likely to make next (the state after accepting the
   // completion), computed in idle time so that its answer is ready. Its result goes to no
   // client; the completer keeps it to answer recall().
-  virtual std::optional<CompletionRequest> follow_up(const CompletionRequest&, const CompletionResult&) {
+  virtual std::optional<CompletionRequest> follow_up(const CompletionRequest&,
+                                                     const CompletionResult&) {
     return std::nullopt;
   }
   // A session closed the document: the completer forgets what it kept of it (I/O thread;
@@ -119,7 +121,8 @@ class DocumentContext : public DocumentListener {
 
 // If `text` is `before.text` with a string inserted at `before.cursor` (the user typed at the
 // cursor), that string (possibly empty: the same text).
-std::optional<std::string_view> typed_at_cursor(const CompletionRequest& before, std::string_view text);
+std::optional<std::string_view> typed_at_cursor(const CompletionRequest& before,
+                                                std::string_view text);
 
 // Whether `after` is `before` with something typed at the cursor and the cursor after it: the
 // work for `before` is still useful for `after`.

@@ -46,6 +46,7 @@ Envelope read_envelope(const nlohmann::json& message, bool accept_responses);
 nlohmann::json make_response(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json make_error(const nlohmann::json& id, ErrorCode code, std::string_view message);
 nlohmann::json make_notification(std::string_view method, nlohmann::json params);
-nlohmann::json make_request(const nlohmann::json& id, std::string_view method, nlohmann::json params);
+nlohmann::json make_request(const nlohmann::json& id, std::string_view method,
+                            nlohmann::json params);
 
 }  // namespace ghostline::lsp

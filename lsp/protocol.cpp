@@ -303,12 +303,14 @@ void to_json(json& j, const InlineCompletionItem& v) {
 
 void from_json(const json& j, CompletionOutcomeParams& v) {
   const json& id = member(j, "id");
-  if (!id.is_number_unsigned()) throw InvalidParams{"'id' must be a completion id (a positive integer)"};
+  if (!id.is_number_unsigned())
+    throw InvalidParams{"'id' must be a completion id (a positive integer)"};
   v.id = id.get<uint64_t>();
   v.outcome = string_member(j, "outcome");
   v.accepted_chars = 0;
   if (auto chars = j.find("acceptedChars"); chars != j.end()) {
-    if (!chars->is_number_unsigned()) throw InvalidParams{"'acceptedChars' must be a non-negative integer"};
+    if (!chars->is_number_unsigned())
+      throw InvalidParams{"'acceptedChars' must be a non-negative integer"};
     v.accepted_chars = chars->get<uint64_t>();
   }
   v.language_id.clear();

@@ -14,7 +14,8 @@ class RateLimiter {
   using Clock = std::chrono::steady_clock;
 
   // per_second <= 0: no limit.
-  explicit RateLimiter(double per_second) : per_second_(per_second), tokens_(std::max(per_second, 1.0)) {}
+  explicit RateLimiter(double per_second)
+      : per_second_(per_second), tokens_(std::max(per_second, 1.0)) {}
 
   // Whether one more request may run at `now` (which must not go backwards); takes a token.
   bool admit(Clock::time_point now) {

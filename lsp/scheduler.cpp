@@ -173,8 +173,8 @@ void Scheduler::keep_running(const std::shared_ptr<Job>& job, CancelReason reaso
   finish(job, Outcome{Outcome::Kind::Cancelled, {}, kWhy[static_cast<int>(reason)]});
 }
 
-void Scheduler::answer_pending(const std::string& document_key, const std::shared_ptr<Job>& run, bool keep,
-                               CancelReason reason) {
+void Scheduler::answer_pending(const std::string& document_key, const std::shared_ptr<Job>& run,
+                               bool keep, CancelReason reason) {
   auto it = latest_by_document_.find(document_key);
   if (it == latest_by_document_.end()) return;
   auto job = live_.at(it->second);
@@ -192,8 +192,8 @@ void Scheduler::cancel_document(const std::string& document_key, CancelReason re
   if (running_ && running_->document_key == document_key) running_->token.cancel();
 }
 
-void Scheduler::document_edited(const std::string& document_key, std::span<const DocumentEdit> edits,
-                                std::string_view text) {
+void Scheduler::document_edited(const std::string& document_key,
+                                std::span<const DocumentEdit> edits, std::string_view text) {
   auto run = running();
   const bool typed_on =
       run && run->document_key == document_key &&
@@ -203,7 +203,8 @@ void Scheduler::document_edited(const std::string& document_key, std::span<const
 }
 
 nlohmann::json Scheduler::stats_of(const Outcome& outcome) {
-  nlohmann::json stats = outcome.result.stats.is_object() ? outcome.result.stats : nlohmann::json::object();
+  nlohmann::json stats =
+      outcome.result.stats.is_object() ? outcome.result.stats : nlohmann::json::object();
   stats["queueMs"] = outcome.queue_ms;
   stats["completeMs"] = outcome.complete_ms;
   return stats;
@@ -211,7 +212,9 @@ nlohmann::json Scheduler::stats_of(const Outcome& outcome) {
 
 // I/O thread: the stats of a job answered early become those of its whole run, marked so.
 void Scheduler::record_final(const std::shared_ptr<Job>& job, const Outcome& outcome) {
-  if (job->recent_serial < recent_base_ || job->recent_serial >= recent_base_ + recent_stats_.size()) return;
+  if (job->recent_serial < recent_base_ ||
+      job->recent_serial >= recent_base_ + recent_stats_.size())
+    return;
   nlohmann::json& entry = recent_stats_[job->recent_serial - recent_base_];
   const nlohmann::json answered_after = entry.value("completeMs", nlohmann::json());
   entry = stats_of(outcome);
@@ -254,7 +257,8 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
   const Completer::AnswerEarly answer_early = [&](const CompletionResult& partial) {
     if (job->prefetch || answered_with) return;
     answered_with = partial.insert_text;
-    Outcome early{Outcome::Kind::Completed, partial, {}, outcome.queue_ms, ms_between(started, Clock::now())};
+    Outcome early{
+        Outcome::Kind::Completed, partial, {}, outcome.queue_ms, ms_between(started, Clock::now())};
     {
       std::lock_guard guard(mutex_);
       ++counters_.answered_early;

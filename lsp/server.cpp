@@ -29,7 +29,8 @@ namespace asio = boost::asio;
 ListenAddress parse_listen_address(const std::string& text) {
   if (text.rfind("unix:", 0) == 0) {
     ListenAddress a{ListenAddress::Kind::Unix, {}, 0, text.substr(5)};
-    if (a.path.empty()) throw std::invalid_argument("unix: needs a socket path, e.g. unix:/tmp/ghostline.sock");
+    if (a.path.empty())
+      throw std::invalid_argument("unix: needs a socket path, e.g. unix:/tmp/ghostline.sock");
     return a;
   }
   if (text.rfind("tcp:", 0) == 0) {
@@ -38,7 +39,8 @@ ListenAddress parse_listen_address(const std::string& text) {
     if (auto colon = rest.rfind(':'); colon != std::string::npos) {
       host = rest.substr(0, colon);
       port = rest.substr(colon + 1);
-      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
     }
     int p = 0;
     try {
@@ -51,7 +53,8 @@ ListenAddress parse_listen_address(const std::string& text) {
     if (p < 0 || p > 65535) throw std::invalid_argument("invalid TCP port '" + port + "'");
     return {ListenAddress::Kind::Tcp, host, p, {}};
   }
-  throw std::invalid_argument("listen address must be tcp:HOST:PORT or unix:PATH, not '" + text + "'");
+  throw std::invalid_argument("listen address must be tcp:HOST:PORT or unix:PATH, not '" + text +
+                              "'");
 }
 
 bool is_loopback_host(const std::string& host) {
@@ -108,8 +111,8 @@ class Connection : public FrameSink, public std::enable_shared_from_this<Connect
     queued_bytes_ += writes_.back().size();
     // A client that never reads its replies would make the daemon hold them all.
     if (queued_bytes_ > max_queued_bytes_) {
-      spdlog::warn("session {}: the client has not read {} bytes of replies; disconnecting it", session_.id(),
-                   queued_bytes_);
+      spdlog::warn("session {}: the client has not read {} bytes of replies; disconnecting it",
+                   session_.id(), queued_bytes_);
       // Nothing more is queued; the write in flight keeps its buffer until the close aborts it.
       // The session is ended from the I/O loop, not from inside its own call to send().
       closing_ = true;
@@ -127,39 +130,41 @@ class Connection : public FrameSink, public std::enable_shared_from_this<Connect
  private:
   void read() {
     auto self = this->shared_from_this();
-    socket_.async_read_some(asio::buffer(buffer_), [this, self](boost::system::error_code ec, size_t n) {
-      if (ec) {
-        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
-          spdlog::warn("session {}: read error: {}", session_.id(), ec.message());
-        end();
-        return;
-      }
-      transport_.feed(std::string_view(buffer_.data(), n), session_);
-      if (session_.exited()) {
-        close();
-        return;
-      }
-      read();
-    });
+    socket_.async_read_some(
+        asio::buffer(buffer_), [this, self](boost::system::error_code ec, size_t n) {
+          if (ec) {
+            if (ec != asio::error::eof && ec != asio::error::operation_aborted)
+              spdlog::warn("session {}: read error: {}", session_.id(), ec.message());
+            end();
+            return;
+          }
+          transport_.feed(std::string_view(buffer_.data(), n), session_);
+          if (session_.exited()) {
+            close();
+            return;
+          }
+          read();
+        });
   }
 
   void write_next() {
     auto self = this->shared_from_this();
-    asio::async_write(socket_, asio::buffer(writes_.front()), [this, self](boost::system::error_code ec, size_t) {
-      if (ec) {
-        spdlog::warn("session {}: write error: {}", session_.id(), ec.message());
-        writes_.clear();
-        end();
-        return;
-      }
-      queued_bytes_ -= writes_.front().size();
-      writes_.pop_front();
-      if (!writes_.empty()) {
-        write_next();
-      } else if (closing_after_writes_) {
-        shutdown();
-      }
-    });
+    asio::async_write(socket_, asio::buffer(writes_.front()),
+                      [this, self](boost::system::error_code ec, size_t) {
+                        if (ec) {
+                          spdlog::warn("session {}: write error: {}", session_.id(), ec.message());
+                          writes_.clear();
+                          end();
+                          return;
+                        }
+                        queued_bytes_ -= writes_.front().size();
+                        writes_.pop_front();
+                        if (!writes_.empty()) {
+                          write_next();
+                        } else if (closing_after_writes_) {
+                          shutdown();
+                        }
+                      });
   }
 
   void shutdown() {
@@ -352,18 +357,22 @@ int Server::run_listen(const ListenAddress& address,
       host = asio::ip::address_v4::loopback();
     } else {
       host = asio::ip::make_address(address.host, ec);
-      if (ec) throw std::runtime_error("invalid listen host '" + address.host + "': " + ec.message());
+      if (ec)
+        throw std::runtime_error("invalid listen host '" + address.host + "': " + ec.message());
     }
     asio::ip::tcp::endpoint endpoint(host, static_cast<unsigned short>(address.port));
     tcp = std::make_unique<asio::ip::tcp::acceptor>(io);
     tcp->open(endpoint.protocol());
     tcp->set_option(asio::socket_base::reuse_address(true));
     tcp->bind(endpoint, ec);
-    if (ec) throw std::runtime_error("cannot listen on " + address.host + ":" + std::to_string(address.port) + ": " + ec.message());
+    if (ec)
+      throw std::runtime_error("cannot listen on " + address.host + ":" +
+                               std::to_string(address.port) + ": " + ec.message());
     tcp->listen();
     // Port 0 binds an ephemeral port; print it so that scripts can connect.
     spdlog::info("listening on tcp:{}:{}", address.host, tcp->local_endpoint().port());
-    std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(), tcp->local_endpoint().port());
+    std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(),
+                 tcp->local_endpoint().port());
     ListenAddress bound = address;
     bound.port = tcp->local_endpoint().port();
     if (on_listening) on_listening(bound);
@@ -404,7 +413,8 @@ int Server::run_listen(const ListenAddress& address,
         throw;
       }
     }
-    impl_->accept<asio::local::stream_protocol::acceptor, asio::local::stream_protocol::socket>(*local);
+    impl_->accept<asio::local::stream_protocol::acceptor, asio::local::stream_protocol::socket>(
+        *local);
   }
 
   signals.async_wait([&](boost::system::error_code ec, int sig) {

@@ -43,8 +43,10 @@ const std::unordered_map<std::string_view, Session::RequestHandler>& Session::re
   static const std::unordered_map<std::string_view, RequestHandler> table = {
       {"initialize", &Session::request<InitializeParams, &Session::on_initialize>},
       {"shutdown", &Session::request<NoParams, &Session::on_shutdown>},
-      {"textDocument/inlineCompletion", &Session::request<InlineCompletionParams, &Session::on_inline_completion>},
-      {"textDocument/completion", &Session::request<TextDocumentPositionParams, &Session::on_completion>},
+      {"textDocument/inlineCompletion",
+       &Session::request<InlineCompletionParams, &Session::on_inline_completion>},
+      {"textDocument/completion",
+       &Session::request<TextDocumentPositionParams, &Session::on_completion>},
       {"ghostline/stats", &Session::request<NoParams, &Session::on_stats>},
       {"ghostline/documentText", &Session::request<TextDocumentParams, &Session::on_document_text>},
   };
@@ -60,8 +62,10 @@ Session::notification_table() {
       {"$/setTrace", &Session::notification<SetTraceParams, &Session::on_set_trace>},
       {"workspace/didChangeConfiguration",
        &Session::notification<DidChangeConfigurationParams, &Session::on_did_change_configuration>},
-      {"textDocument/didOpen", &Session::notification<DidOpenTextDocumentParams, &Session::on_did_open>},
-      {"textDocument/didChange", &Session::notification<DidChangeTextDocumentParams, &Session::on_did_change>},
+      {"textDocument/didOpen",
+       &Session::notification<DidOpenTextDocumentParams, &Session::on_did_open>},
+      {"textDocument/didChange",
+       &Session::notification<DidChangeTextDocumentParams, &Session::on_did_change>},
       {"textDocument/didSave", &Session::notification<TextDocumentParams, &Session::on_did_save>},
       {"textDocument/didClose", &Session::notification<TextDocumentParams, &Session::on_did_close>},
       {"ghostline/completionOutcome",
@@ -73,7 +77,9 @@ Session::notification_table() {
 namespace {
 
 // Requests that the rate limit never refuses: a client must always be able to end its session.
-bool exempt_from_rate_limit(const std::string& method) { return method == "initialize" || method == "shutdown"; }
+bool exempt_from_rate_limit(const std::string& method) {
+  return method == "initialize" || method == "shutdown";
+}
 
 }  // namespace
 
@@ -179,7 +185,8 @@ void Session::dispatch_notification(const std::string& method, const json& param
   }
   auto it = notification_table().find(method);
   if (it == notification_table().end()) {
-    if (method.rfind("$/", 0) != 0) spdlog::debug("session {}: ignored notification '{}'", id_, method);
+    if (method.rfind("$/", 0) != 0)
+      spdlog::debug("session {}: ignored notification '{}'", id_, method);
     return;
   }
   try {
@@ -193,7 +200,9 @@ void Session::dispatch_notification(const std::string& method, const json& param
   }
 }
 
-void Session::reply(const json& id, json result) { out_.send(make_response(id, std::move(result))); }
+void Session::reply(const json& id, json result) {
+  out_.send(make_response(id, std::move(result)));
+}
 
 void Session::reply_error(const json& id, ErrorCode code, std::string_view message) {
   out_.send(make_error(id, code, message));
@@ -259,7 +268,8 @@ void Session::on_initialize(const json& id, const InitializeParams& params) {
 
 void Session::on_initialized(const NoParams&) {
   if (!completer_.ready()) {
-    log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
+    log_to_client(2,
+                  "no model is loaded, so no completions will be shown: " + completer_.describe());
     warned_no_model_ = true;
   }
 }
@@ -296,13 +306,16 @@ void Session::on_did_open(const DidOpenTextDocumentParams& params) {
   const TextDocumentItem& doc = params.text_document;
   if (doc.text.size() > options_.max_document_bytes) {
     log_to_client(1, "didOpen of " + doc.uri + " refused: its " + std::to_string(doc.text.size()) +
-                         " bytes exceed the limit of " + std::to_string(options_.max_document_bytes) +
+                         " bytes exceed the limit of " +
+                         std::to_string(options_.max_document_bytes) +
                          " bytes (--max-document-mib); it gets no completions");
     return;
   }
   if (!documents_.find(doc.uri) && documents_.size() >= options_.max_documents) {
-    log_to_client(1, "didOpen of " + doc.uri + " refused: " + std::to_string(options_.max_documents) +
-                         " documents are open, the limit (--max-documents); close some to complete in others");
+    log_to_client(
+        1,
+        "didOpen of " + doc.uri + " refused: " + std::to_string(options_.max_documents) +
+            " documents are open, the limit (--max-documents); close some to complete in others");
     return;
   }
   if (!documents_.open(doc.uri, doc.language_id, doc.version, doc.text))
@@ -312,7 +325,8 @@ void Session::on_did_open(const DidOpenTextDocumentParams& params) {
 void Session::on_did_change(const DidChangeTextDocumentParams& params) {
   const std::string& uri = params.text_document.uri;
   Range bad;
-  switch (documents_.change(uri, params.text_document.version, params.content_changes, encoding_, &bad)) {
+  switch (documents_.change(uri, params.text_document.version, params.content_changes, encoding_,
+                            &bad)) {
     case DocumentStore::ChangeResult::Applied:
       // The store told the scheduler (see the constructor). An edit cannot be refused before
       // it is applied (its result's size is known only then): a document grown past the limit
@@ -320,16 +334,18 @@ void Session::on_did_change(const DidChangeTextDocumentParams& params) {
       if (size_t size = documents_.find(uri)->text().size(); size > options_.max_document_bytes) {
         scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
         documents_.close(uri);
-        log_to_client(1, "didChange made " + uri + " " + std::to_string(size) + " bytes, over the limit of " +
-                             std::to_string(options_.max_document_bytes) +
-                             " bytes (--max-document-mib); the document was closed and gets no completions");
+        log_to_client(
+            1, "didChange made " + uri + " " + std::to_string(size) + " bytes, over the limit of " +
+                   std::to_string(options_.max_document_bytes) +
+                   " bytes (--max-document-mib); the document was closed and gets no completions");
       }
       break;
     case DocumentStore::ChangeResult::NotOpen:
       log_to_client(1, "didChange for " + uri + ", which is not open; change ignored");
       break;
     case DocumentStore::ChangeResult::OutOfRange:
-      log_to_client(1, "didChange for " + uri + " has a range outside the document (" + json(bad).dump() + ", " +
+      log_to_client(1, "didChange for " + uri + " has a range outside the document (" +
+                           json(bad).dump() + ", " +
                            std::to_string(documents_.find(uri)->line_count()) +
                            " lines); the whole change was ignored. Reopen the file to resync.");
       scheduler_.cancel_document(document_key(uri), Scheduler::CancelReason::Edited);
@@ -368,7 +384,8 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
   const std::string& uri = params.text_document.uri;
   std::shared_ptr<const TextDocument> snapshot = documents_.find(uri);
   if (!snapshot) {
-    reply_error(id, ErrorCode::InvalidParams, "document " + uri + " is not open (send didOpen first)");
+    reply_error(id, ErrorCode::InvalidParams,
+                "document " + uri + " is not open (send didOpen first)");
     return;
   }
   auto cursor = snapshot->offset_of(params.position, encoding_);
@@ -383,7 +400,8 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
   if (!settings_.enabled || !settings_.language_enabled(snapshot->language_id())) return empty();
   if (!completer_.ready()) {
     if (!warned_no_model_) {
-      log_to_client(2, "no model is loaded, so no completions will be shown: " + completer_.describe());
+      log_to_client(
+          2, "no model is loaded, so no completions will be shown: " + completer_.describe());
       warned_no_model_ = true;
     }
     return empty();
@@ -400,11 +418,13 @@ void Session::submit_completion(const json& id, const InlineCompletionParams& pa
   request.max_tokens = settings_.max_tokens;
   request.deadline_ms = settings_.deadline_ms;
   request.mode = settings_.completion;
-  if (params.trigger_kind == InlineCompletionTriggerKind::Invoked) request.trigger = TriggerKind::Invoked;
+  if (params.trigger_kind == InlineCompletionTriggerKind::Invoked)
+    request.trigger = TriggerKind::Invoked;
   if (params.selected) {
     auto b = snapshot->offset_of(params.selected->range.start, encoding_);
     auto e = snapshot->offset_of(params.selected->range.end, encoding_);
-    if (!b || !e || *e < *b) throw InvalidParams{"selectedCompletionInfo.range is outside the document"};
+    if (!b || !e || *e < *b)
+      throw InvalidParams{"selectedCompletionInfo.range is outside the document"};
     request.has_selected = true;
     request.selected_begin = *b;
     request.selected_end = *e;
@@ -488,7 +508,8 @@ void Session::on_completion_outcome(const CompletionOutcomeParams& params) {
     return;
   }
   if (!options_.outcomes->report(params.id, *fate, params.accepted_chars))
-    spdlog::debug("session {}: outcome for completion {}, which is unknown or forgotten", id_, params.id);
+    spdlog::debug("session {}: outcome for completion {}, which is unknown or forgotten", id_,
+                  params.id);
 }
 
 void Session::on_stats(const json& id, const NoParams&) {

@@ -81,7 +81,8 @@ class Session final : public MessageHandler {
     (this->*Handler)(params.get<Params>());
   }
 
-  void dispatch_request(const nlohmann::json& id, const std::string& method, const nlohmann::json& params);
+  void dispatch_request(const nlohmann::json& id, const std::string& method,
+                        const nlohmann::json& params);
   void dispatch_notification(const std::string& method, const nlohmann::json& params);
   // A message that is not a valid request or notification: answered with `code` and `id`
   // (null when the id itself is unusable); before authentication it also ends the connection.

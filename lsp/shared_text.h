@@ -31,7 +31,9 @@ class SharedText {
   char operator[](size_t i) const { return (*text_)[i]; }
   std::string::const_iterator begin() const { return text_->begin(); }
   std::string::const_iterator end() const { return text_->end(); }
-  std::string substr(size_t pos, size_t n = std::string::npos) const { return text_->substr(pos, n); }
+  std::string substr(size_t pos, size_t n = std::string::npos) const {
+    return text_->substr(pos, n);
+  }
   size_t find(std::string_view s, size_t pos = 0) const { return text_->find(s, pos); }
   size_t rfind(std::string_view s, size_t pos = std::string::npos) const {
     return text_->rfind(s, pos);

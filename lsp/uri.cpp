@@ -17,7 +17,8 @@ std::string uri_to_path(std::string_view uri) {
   std::string path;
   path.reserve(rest.size());
   for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%' && i + 2 < rest.size() && std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
+    if (rest[i] == '%' && i + 2 < rest.size() &&
+        std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
         std::isxdigit(static_cast<unsigned char>(rest[i + 2]))) {
       path.push_back(static_cast<char>(std::stoi(std::string(rest.substr(i + 1, 2)), nullptr, 16)));
       i += 2;

@@ -50,7 +50,8 @@ bool cursor_inside(TSNode node, std::string_view text, size_t cursor, bool comme
   return !(ends_with(body, "*/") || ends_with(body, "]]") || ends_with(body, "-->"));
 }
 
-void classify_literal(const TreeSnapshot& tree, std::string_view text, size_t cursor, CompletionContext& c) {
+void classify_literal(const TreeSnapshot& tree, std::string_view text, size_t cursor,
+                      CompletionContext& c) {
   const TSQuery* q = tree.language->query(QueryKind::Comments);
   if (!q) return;
   const uint32_t from = static_cast<uint32_t>(cursor > 0 ? cursor - 1 : 0);
@@ -81,9 +82,10 @@ int block_min_indent(const TreeSnapshot& tree, std::string_view text, size_t cur
   const uint32_t at = static_cast<uint32_t>(cursor);
   TSNode best{};
   bool found = false;
-  for_each_capture(q, tree.root(), text, at > 0 ? at - 1 : 0, std::min<uint32_t>(at + 1, text.size()),
-                   [&](const Capture& cap) {
-                     const uint32_t b = ts_node_start_byte(cap.node), e = ts_node_end_byte(cap.node);
+  for_each_capture(q, tree.root(), text, at > 0 ? at - 1 : 0,
+                   std::min<uint32_t>(at + 1, text.size()), [&](const Capture& cap) {
+                     const uint32_t b = ts_node_start_byte(cap.node),
+                                    e = ts_node_end_byte(cap.node);
                      if (b > at || e < at) return true;
                      if (!found || (ts_node_end_byte(cap.node) - b) <
                                        (ts_node_end_byte(best) - ts_node_start_byte(best))) {
@@ -97,7 +99,8 @@ int block_min_indent(const TreeSnapshot& tree, std::string_view text, size_t cur
   if (ts_node_is_null(header)) header = best;
   const uint32_t header_row = ts_node_start_point(header).row;
   // The cursor on the header's own line is not in the body yet.
-  const uint32_t cursor_row = static_cast<uint32_t>(std::count(text.begin(), text.begin() + cursor, '\n'));
+  const uint32_t cursor_row =
+      static_cast<uint32_t>(std::count(text.begin(), text.begin() + cursor, '\n'));
   if (cursor_row <= header_row) return -1;
   return indent_columns(line_at_row(text, header_row)) + 1;
 }
@@ -140,8 +143,8 @@ CompletionContext build_context(const TreeSnapshot* tree, std::string_view text,
 
   if (tree && tree->language) {
     c.language = tree->language->name;
-    const TSNode node = ts_node_named_descendant_for_byte_range(tree->root(), static_cast<uint32_t>(cursor),
-                                                                static_cast<uint32_t>(cursor));
+    const TSNode node = ts_node_named_descendant_for_byte_range(
+        tree->root(), static_cast<uint32_t>(cursor), static_cast<uint32_t>(cursor));
     if (!ts_node_is_null(node)) c.cursor_node = ts_node_type(node);
     classify_literal(*tree, text, cursor, c);
     if (!c.shape.single_line) {
@@ -155,7 +158,8 @@ CompletionContext build_context(const TreeSnapshot* tree, std::string_view text,
     c.reason = why;
     return c;
   };
-  if (cursor < text.size() && is_identifier_byte(text[cursor])) return none("in the middle of a word");
+  if (cursor < text.size() && is_identifier_byte(text[cursor]))
+    return none("in the middle of a word");
   if (c.in_docstring && !options.in_docstrings) return none("in a docstring");
   if (c.in_comment && !options.in_comments) return none("in a comment");
   if (c.in_string && !options.in_strings) return none("in a string");
@@ -169,7 +173,8 @@ CompletionContext build_context(const TreeSnapshot* tree, std::string_view text,
   return c;
 }
 
-std::vector<std::string> referenced_names(const TreeSnapshot& tree, std::string_view text, size_t begin, size_t end) {
+std::vector<std::string> referenced_names(const TreeSnapshot& tree, std::string_view text,
+                                          size_t begin, size_t end) {
   std::vector<std::string> names;
   const TSQuery* q = tree.language ? tree.language->query(QueryKind::References) : nullptr;
   if (!q || begin >= end) return names;
@@ -177,7 +182,8 @@ std::vector<std::string> referenced_names(const TreeSnapshot& tree, std::string_
   for_each_capture(q, tree.root(), text, static_cast<uint32_t>(begin), static_cast<uint32_t>(end),
                    [&](const Capture& cap) {
                      if (cap.name.substr(0, 9) != "reference") return true;
-                     const uint32_t b = ts_node_start_byte(cap.node), e = ts_node_end_byte(cap.node);
+                     const uint32_t b = ts_node_start_byte(cap.node),
+                                    e = ts_node_end_byte(cap.node);
                      if (b < begin || e > end || e <= b || e - b > 128) return true;
                      std::string_view name = text.substr(b, e - b);
                      if (seen.insert(name).second) names.emplace_back(name);

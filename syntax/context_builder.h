@@ -48,6 +48,7 @@ CompletionContext build_context(const TreeSnapshot* tree, std::string_view text,
 
 // The names used in bytes [begin, end) of the tree's text that may be defined elsewhere (calls,
 // types, other references), each once, in order of first use.
-std::vector<std::string> referenced_names(const TreeSnapshot& tree, std::string_view text, size_t begin, size_t end);
+std::vector<std::string> referenced_names(const TreeSnapshot& tree, std::string_view text,
+                                          size_t begin, size_t end);
 
 }  // namespace ghostline::syntax

@@ -16,23 +16,26 @@ std::vector<Definition> find_definitions(const DocumentTree& tree) {
   if (!q) return out;
   const std::string& text = tree.text();
   const TSNode root = ts_tree_root_node(tree.tree());
-  for_each_match(q, root, text, 0, static_cast<uint32_t>(text.size()), [&](std::span<const Capture> caps) {
-    Definition d;
-    bool has_node = false;
-    for (const Capture& c : caps) {
-      if (c.name == "name") {
-        d.name = text.substr(ts_node_start_byte(c.node), ts_node_end_byte(c.node) - ts_node_start_byte(c.node));
-      } else if (c.name.substr(0, 11) == "definition.") {
-        d.kind = std::string(c.name.substr(11));
-        d.begin = ts_node_start_byte(c.node);
-        d.end = ts_node_end_byte(c.node);
-        has_node = true;
-      }
-    }
-    if (has_node && !d.name.empty()) out.push_back(std::move(d));
-    return true;
-  });
-  std::stable_sort(out.begin(), out.end(), [](const Definition& a, const Definition& b) { return a.begin < b.begin; });
+  for_each_match(q, root, text, 0, static_cast<uint32_t>(text.size()),
+                 [&](std::span<const Capture> caps) {
+                   Definition d;
+                   bool has_node = false;
+                   for (const Capture& c : caps) {
+                     if (c.name == "name") {
+                       d.name = text.substr(ts_node_start_byte(c.node),
+                                            ts_node_end_byte(c.node) - ts_node_start_byte(c.node));
+                     } else if (c.name.substr(0, 11) == "definition.") {
+                       d.kind = std::string(c.name.substr(11));
+                       d.begin = ts_node_start_byte(c.node);
+                       d.end = ts_node_end_byte(c.node);
+                       has_node = true;
+                     }
+                   }
+                   if (has_node && !d.name.empty()) out.push_back(std::move(d));
+                   return true;
+                 });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Definition& a, const Definition& b) { return a.begin < b.begin; });
   return out;
 }
 
@@ -48,7 +51,8 @@ namespace {
 
 // The head of a definition: its first lines, without trailing blank lines; *shown_end is where
 // it ends in `text`.
-std::string snippet_text(std::string_view text, const Definition& d, size_t max_lines, size_t* shown_end) {
+std::string snippet_text(std::string_view text, const Definition& d, size_t max_lines,
+                         size_t* shown_end) {
   // Start at the beginning of the definition's line, so that its indentation is kept.
   size_t line_begin = text.rfind('\n', d.begin == 0 ? 0 : d.begin - 1);
   line_begin = (d.begin == 0 || line_begin == std::string_view::npos) ? 0 : line_begin + 1;
@@ -60,15 +64,19 @@ std::string snippet_text(std::string_view text, const Definition& d, size_t max_
     ++lines;
   }
   std::string s(body.substr(0, end));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
+    s.pop_back();
   *shown_end = line_begin + s.size();
   return s;
 }
 
 }  // namespace
 
-std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std::span<const std::string> names,
-                                                     const DocumentTrees& trees, const CrossFileLimits& limits) {
+std::vector<FileContext> CrossFileIndex::context_for(const std::string& key,
+                                                     std::span<const std::string> names,
+                                                     const DocumentTrees& trees,
+                                                     const CrossFileLimits& limits) {
   // Definitions by name in the other documents, indexed again where they changed.
   struct Found {
     const std::string* key;
@@ -91,7 +99,8 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
     for (const Definition& d : doc.definitions) {
       by_name[d.name].push_back(Found{&k, &doc, &d});
       if (doc.edit_serial > last_serial && d.begin <= doc.last_edit && doc.last_edit <= d.end &&
-          (last_edited.doc != &doc || d.end - d.begin < last_edited.def->end - last_edited.def->begin))
+          (last_edited.doc != &doc ||
+           d.end - d.begin < last_edited.def->end - last_edited.def->begin))
         last_edited = Found{&k, &doc, &d};
     }
     if (last_edited.doc == &doc) last_serial = doc.edit_serial;
@@ -110,13 +119,15 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
   size_t bytes = 0;
   std::vector<Found> wanted;
   for (const std::string& name : names)
-    if (auto it = by_name.find(name); it != by_name.end()) wanted.insert(wanted.end(), it->second.begin(), it->second.end());
+    if (auto it = by_name.find(name); it != by_name.end())
+      wanted.insert(wanted.end(), it->second.begin(), it->second.end());
   if (last_edited.doc) wanted.push_back(last_edited);
   {
     for (const Found& f : wanted) {
       if (!taken.insert(f.def).second) continue;
       size_t shown_end = 0;
-      std::string text = snippet_text(trees.find(*f.key)->text(), *f.def, limits.max_snippet_lines, &shown_end);
+      std::string text =
+          snippet_text(trees.find(*f.key)->text(), *f.def, limits.max_snippet_lines, &shown_end);
       // What does not fit whole is cut to the lines that do (a signature is worth showing).
       if (bytes + text.size() + 2 > limits.max_bytes) {
         const size_t room = limits.max_bytes > bytes + 2 ? limits.max_bytes - bytes - 2 : 0;
@@ -148,7 +159,8 @@ std::vector<FileContext> CrossFileIndex::context_for(const std::string& key, std
 
 std::string prompt_path(std::string_view uri) {
   std::string_view path = uri;
-  if (const size_t scheme = path.find("://"); scheme != std::string_view::npos) path = path.substr(scheme + 3);
+  if (const size_t scheme = path.find("://"); scheme != std::string_view::npos)
+    path = path.substr(scheme + 3);
   // The last three components: enough to tell files apart, short, and no home directory.
   size_t cut = path.size();
   for (int parts = 0; parts < 3 && cut != std::string_view::npos && cut > 0; ++parts)

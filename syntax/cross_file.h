@@ -40,7 +40,9 @@ struct CrossFileLimits {
 // changed.
 class CrossFileIndex {
  public:
-  void opened(const std::string& key, std::string path) { docs_[key] = Doc{std::move(path), {}, true}; }
+  void opened(const std::string& key, std::string path) {
+    docs_[key] = Doc{std::move(path), {}, true};
+  }
   // The document changed at byte `at` (of its text after the change).
   void edited(const std::string& key, size_t at);
   void closed(const std::string& key) { docs_.erase(key); }

@@ -13,7 +13,8 @@ TSPoint advance(TSPoint from, std::string_view text) {
   size_t newlines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
   if (newlines == 0) return {from.row, from.column + static_cast<uint32_t>(text.size())};
   size_t last = text.rfind('\n');
-  return {from.row + static_cast<uint32_t>(newlines), static_cast<uint32_t>(text.size() - last - 1)};
+  return {from.row + static_cast<uint32_t>(newlines),
+          static_cast<uint32_t>(text.size() - last - 1)};
 }
 
 }  // namespace
@@ -23,8 +24,8 @@ TSNode TreeSnapshot::root() const { return ts_tree_root_node(tree.get()); }
 DocumentTree::DocumentTree(const Language& language, std::string text)
     : language_(&language), text_(std::move(text)), parser_(ts_parser_new()) {
   if (!ts_parser_set_language(parser_.get(), language.ts)) {
-    throw std::runtime_error("tree-sitter grammar for " + language.name +
-                             " has ABI version " + std::to_string(ts_language_version(language.ts)) +
+    throw std::runtime_error("tree-sitter grammar for " + language.name + " has ABI version " +
+                             std::to_string(ts_language_version(language.ts)) +
                              ", which this tree-sitter runtime cannot load");
   }
   parse(nullptr);
@@ -38,7 +39,8 @@ void DocumentTree::parse(const TSTree* old_tree) {
   last_parse_ms_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // No timeout or cancellation flag is set, so the parser always returns a tree.
-  if (!tree) throw std::runtime_error("tree-sitter returned no tree for a " + language_->name + " document");
+  if (!tree)
+    throw std::runtime_error("tree-sitter returned no tree for a " + language_->name + " document");
   tree_.reset(tree);
 }
 

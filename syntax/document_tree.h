@@ -54,7 +54,8 @@ class DocumentTree {            // one open document; I/O thread only
 class DocumentTrees {           // the trees of a session's open documents; I/O thread only
  public:
   // Documents whose language has no grammar are not tracked (snapshot() returns nullptr).
-  void open(const std::string& key, std::string_view language_id, std::string_view uri, std::string text);
+  void open(const std::string& key, std::string_view language_id, std::string_view uri,
+            std::string text);
   // Edits of untracked documents are ignored.
   void edit(const std::string& key, size_t begin, size_t end, std::string_view new_text);
   void close(const std::string& key);

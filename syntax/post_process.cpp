@@ -30,7 +30,11 @@ std::string_view whole_characters(std::string_view s) {
   while (i > 0 && back < 4 && (static_cast<unsigned char>(s[i - 1]) & 0xC0) == 0x80) --i, ++back;
   if (i == 0) return s;
   unsigned char lead = static_cast<unsigned char>(s[i - 1]);
-  size_t need = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 1;
+  size_t need = lead < 0x80             ? 1
+                : (lead & 0xE0) == 0xC0 ? 2
+                : (lead & 0xF0) == 0xE0 ? 3
+                : (lead & 0xF8) == 0xF0 ? 4
+                                        : 1;
   return back + 1 < need ? s.substr(0, i - 1) : s;
 }
 
@@ -56,7 +60,8 @@ bool opens_block(std::string_view line) {
     return line.size() >= w.size() && line.substr(line.size() - w.size()) == w &&
            (line.size() == w.size() || !is_identifier_byte(line[line.size() - w.size() - 1]));
   };
-  return ends_with_word("=>") || ends_with_word("do") || ends_with_word("then") || ends_with_word("->");
+  return ends_with_word("=>") || ends_with_word("do") || ends_with_word("then") ||
+         ends_with_word("->");
 }
 
 constexpr bool is_closer(char c) { return c == ')' || c == ']' || c == '}'; }
@@ -102,7 +107,8 @@ std::string reindent(const CompletionShape& shape, std::string_view g) {
                                            : indentation.find('\t') != std::string_view::npos;
       if (wrong) {
         const int cols = indent_columns(indentation);
-        out += shape.indent_tabs ? std::string(cols / 4, '\t') + std::string(cols % 4, ' ') : std::string(cols, ' ');
+        out += shape.indent_tabs ? std::string(cols / 4, '\t') + std::string(cols % 4, ' ')
+                                 : std::string(cols, ' ');
         line.remove_prefix(lead);
       }
     }
@@ -134,7 +140,8 @@ CompletionShape shape_at(std::string_view text, size_t cursor) {
   line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
   size_t line_end = std::min(text.find('\n', cursor), text.size());
   shape.rest_of_line = std::string(text.substr(cursor, line_end - cursor));
-  if (!shape.rest_of_line.empty() && shape.rest_of_line.back() == '\r') shape.rest_of_line.pop_back();
+  if (!shape.rest_of_line.empty() && shape.rest_of_line.back() == '\r')
+    shape.rest_of_line.pop_back();
   std::string_view before = text.substr(line_start, cursor - line_start);
   shape.line_before_cursor = std::string(before);
   shape.base_indent = indent_columns(before);
@@ -252,7 +259,8 @@ bool StopRules::append(std::string_view piece) {
   return stopped_;
 }
 
-FinishedCompletion finish(const CompletionShape& shape, std::string_view generated, bool cut_short) {
+FinishedCompletion finish(const CompletionShape& shape, std::string_view generated,
+                          bool cut_short) {
   StopRules rules(shape);
   rules.append(generated);
   return finish(rules, generated, cut_short);
@@ -261,7 +269,8 @@ FinishedCompletion finish(const CompletionShape& shape, std::string_view generat
 FinishedCompletion finish(const StopRules& rules, std::string_view generated, bool cut_short) {
   const CompletionShape& shape = rules.shape();
   const bool reached_stop = rules.stopped();
-  std::string_view g = whole_characters(generated.substr(0, std::min(rules.cut(), generated.size())));
+  std::string_view g =
+      whole_characters(generated.substr(0, std::min(rules.cut(), generated.size())));
   if (cut_short && !reached_stop) g = clean_end(shape, g);
   g = trim_right(g);
 
@@ -296,7 +305,8 @@ FinishedCompletion finish(const StopRules& rules, std::string_view generated, bo
   return out;
 }
 
-std::string finish_completion(const CompletionShape& shape, std::string_view generated, bool cut_short) {
+std::string finish_completion(const CompletionShape& shape, std::string_view generated,
+                              bool cut_short) {
   return finish(shape, generated, cut_short).text;
 }
 

@@ -92,11 +92,13 @@ struct FinishedCompletion {
 // them. A completion that is empty or only repeats the previous line is dropped. When the
 // generation was cut short (deadline, token limit) before a stop point, its end is cut back to
 // a clean boundary: the last whole line of a block, or the end of the last whole word.
-FinishedCompletion finish(const CompletionShape& shape, std::string_view generated, bool cut_short = false);
+FinishedCompletion finish(const CompletionShape& shape, std::string_view generated,
+                          bool cut_short = false);
 
 // finish() of text that went through `rules` as it arrived (`generated` is exactly what was
 // appended): the rules' cut is taken as it is, not found again.
-FinishedCompletion finish(const StopRules& rules, std::string_view generated, bool cut_short = false);
+FinishedCompletion finish(const StopRules& rules, std::string_view generated,
+                          bool cut_short = false);
 
 // finish(), when the caller inserts at the cursor only (the text alone: the interface every
 // version of this file has, which tools/bench/stop_rules_eval.cpp measures older versions by).

@@ -51,7 +51,8 @@ void ArgParser::flag(std::string names, std::string help, bool* out) {
 
 void ArgParser::add_option(std::string names, std::string metavar, std::string help,
                            std::function<bool(std::string_view)> set, std::string default_text) {
-  Option o{"", "", std::move(metavar), std::move(help), std::move(set), true, std::move(default_text)};
+  Option o{
+      "", "", std::move(metavar), std::move(help), std::move(set), true, std::move(default_text)};
   split_names(names, o.short_name, o.long_name);
   options_.push_back(std::move(o));
 }
@@ -133,7 +134,8 @@ std::optional<int> ArgParser::parse(std::span<char* const> args) {
         }
         try {
           if (!o->set(value))
-            return usage_error("invalid value '" + std::string(value) + "' for " + std::string(name));
+            return usage_error("invalid value '" + std::string(value) + "' for " +
+                               std::string(name));
         } catch (const std::invalid_argument& e) {  // a setter that can say why
           return usage_error(e.what());
         }

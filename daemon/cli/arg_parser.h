@@ -27,7 +27,8 @@ class ArgParser {
   // message); `default_text` is shown in --help.
   void option(std::string names, std::string metavar, std::string help,
               std::function<bool(std::string_view)> parse, std::string default_text) {
-    add_option(std::move(names), std::move(metavar), std::move(help), std::move(parse), std::move(default_text));
+    add_option(std::move(names), std::move(metavar), std::move(help), std::move(parse),
+               std::move(default_text));
   }
   // Positionals are filled in order; a required one missing is a usage error.
   void positional(std::string name, std::string help, std::string* out, bool required = true);

@@ -73,7 +73,8 @@ int bench_main(std::span<char* const> args) {
   parser.option("-t,--threads", "N", "compute threads", &threads);
   parser.option("-r,--repetitions", "N", "runs per test (after one warm-up run)", &reps);
   parser.option("-d,--n-depth", "N",
-                "tokens of context already in the KV cache before each test (as llama-bench -d)", &depth);
+                "tokens of context already in the KV cache before each test (as llama-bench -d)",
+                &depth);
   BackendChoice backend = BackendChoice::Auto;
   add_backend_option(parser, backend);
   if (auto rc = parser.parse(args)) return *rc;

@@ -161,7 +161,8 @@ int bench_speculative_main(std::span<char* const> args) {
       for (int w = 1; w <= windows; ++w) {
         const size_t end = ids.size() * size_t(w) / size_t(windows + 1);
         const size_t begin = end > size_t(prompt_len) ? end - size_t(prompt_len) : 0;
-        if (end - begin >= 16) prompts.emplace_back(ids.begin() + long(begin), ids.begin() + long(end));
+        if (end - begin >= 16)
+          prompts.emplace_back(ids.begin() + long(begin), ids.begin() + long(end));
       }
     }
     if (prompts.empty()) throw std::runtime_error("the files give no prompt of 16 tokens or more");

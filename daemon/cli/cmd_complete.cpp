@@ -23,20 +23,25 @@ int complete_main(std::span<char* const> args) {
   EngineOptions engine;
   int max_tokens = 0, deadline_ms = 0, repeat = 1;
   bool json_out = false, automatic = false;
-  ArgParser p("ghostline complete",
-              "Prints the completion Ghostline would show at a position of a file, and how long it\n"
-              "took. LINE and COL count from 1; COL counts characters. Without :LINE:COL the cursor\n"
-              "is at the end of the file.");
+  ArgParser p(
+      "ghostline complete",
+      "Prints the completion Ghostline would show at a position of a file, and how long it\n"
+      "took. LINE and COL count from 1; COL counts characters. Without :LINE:COL the cursor\n"
+      "is at the end of the file.");
   p.positional("FILE[:LINE:COL]", "the file and the cursor position", &where);
   add_engine_options(p, engine);
-  p.option("--max-tokens", "N", "longest completion in tokens (0: " + std::to_string(kDefaultMaxTokens) + ")",
+  p.option("--max-tokens", "N",
+           "longest completion in tokens (0: " + std::to_string(kDefaultMaxTokens) + ")",
            &max_tokens);
-  p.option("--deadline-ms", "MS", "stop generating after this long (0: " + std::to_string(kDefaultDeadlineMs) + ")",
+  p.option("--deadline-ms", "MS",
+           "stop generating after this long (0: " + std::to_string(kDefaultDeadlineMs) + ")",
            &deadline_ms);
-  p.option("--repeat", "N", "complete N times (the first warms the cache; later ones show reuse)", &repeat);
+  p.option("--repeat", "N", "complete N times (the first warms the cache; later ones show reuse)",
+           &repeat);
   p.flag("--json", "print the result and statistics as JSON", &json_out);
   p.flag("--automatic",
-         "ask as an editor does while the user types: where nothing should be completed (in the middle of a "
+         "ask as an editor does while the user types: where nothing should be completed (in the "
+         "middle of a "
          "word, in a comment or string), nothing is; without it, as when the user asks explicitly",
          &automatic);
   p.option("--log-level", "LEVEL", "trace, debug, info, warn, error or off", &log_level);
@@ -117,7 +122,8 @@ int complete_main(std::span<char* const> args) {
     }
     const nlohmann::json& stats = r.stats;
     if (json_out) {
-      std::printf("%s\n", nlohmann::json({{"completion", r.insert_text}, {"stats", stats}}).dump().c_str());
+      std::printf("%s\n",
+                  nlohmann::json({{"completion", r.insert_text}, {"stats", stats}}).dump().c_str());
       continue;
     }
     if (i == 0) {
@@ -125,18 +131,19 @@ int complete_main(std::span<char* const> args) {
       size_t line_start = doc.text().rfind('\n', cursor == 0 ? 0 : cursor - 1);
       line_start = (line_start == std::string::npos || cursor == 0) ? 0 : line_start + 1;
       bool tty = isatty(fileno(stdout));
-      std::printf("%s%s%s%s\n", doc.text().substr(line_start, cursor - line_start).c_str(), tty ? "\x1b[90m" : "",
-                  r.insert_text.c_str(), tty ? "\x1b[0m" : "");
+      std::printf("%s%s%s%s\n", doc.text().substr(line_start, cursor - line_start).c_str(),
+                  tty ? "\x1b[90m" : "", r.insert_text.c_str(), tty ? "\x1b[0m" : "");
     }
-    std::fprintf(stderr,
-                 "[%d] %s prompt tokens, %s reused, %s prefilled, %s generated; prefill %.1f ms, decode "
-                 "%.1f ms, total %.1f ms (stop: %s)\n",
-                 i + 1, stats.value("promptTokens", nlohmann::json(0)).dump().c_str(),
-                 stats.value("matchedTokens", nlohmann::json(0)).dump().c_str(),
-                 stats.value("prefilledTokens", nlohmann::json(0)).dump().c_str(),
-                 stats.value("generatedTokens", nlohmann::json(0)).dump().c_str(), stats.value("prefillMs", 0.0),
-                 stats.value("decodeMs", 0.0), stats.value("totalMs", 0.0),
-                 stats.value("stop", std::string("?")).c_str());
+    std::fprintf(
+        stderr,
+        "[%d] %s prompt tokens, %s reused, %s prefilled, %s generated; prefill %.1f ms, decode "
+        "%.1f ms, total %.1f ms (stop: %s)\n",
+        i + 1, stats.value("promptTokens", nlohmann::json(0)).dump().c_str(),
+        stats.value("matchedTokens", nlohmann::json(0)).dump().c_str(),
+        stats.value("prefilledTokens", nlohmann::json(0)).dump().c_str(),
+        stats.value("generatedTokens", nlohmann::json(0)).dump().c_str(),
+        stats.value("prefillMs", 0.0), stats.value("decodeMs", 0.0), stats.value("totalMs", 0.0),
+        stats.value("stop", std::string("?")).c_str());
   }
   return 0;
 }

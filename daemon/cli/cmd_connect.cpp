@@ -62,7 +62,8 @@ pid_t start_daemon(const std::string& address, const std::vector<std::string>& s
     ::dup2(null, STDIN_FILENO);
     ::dup2(null, STDOUT_FILENO);
     ::dup2(null, STDERR_FILENO);
-    std::vector<std::string> argv = {"ghostline", "serve", "--listen", address, "--log-file", log_file};
+    std::vector<std::string> argv = {"ghostline", "serve",      "--listen",
+                                     address,     "--log-file", log_file};
     argv.insert(argv.end(), serve_args.begin(), serve_args.end());
     std::vector<char*> cargs;
     for (auto& a : argv) cargs.push_back(a.data());
@@ -211,15 +212,18 @@ int connect_main(std::span<char* const> args) {
               "and added to `initialize`.");
   p.positional("ADDR", "unix:PATH or tcp:HOST:PORT (default: unix:" + default_socket_path() + ")",
                &address_text, false);
-  p.rest("SERVE_ARGS", "options for the daemon it starts, after `--` (e.g. -- --model FILE)", &serve_args);
+  p.rest("SERVE_ARGS", "options for the daemon it starts, after `--` (e.g. -- --model FILE)",
+         &serve_args);
   p.flag("--no-start", "fail instead of starting a daemon when none is listening", &no_start);
-  p.option("--wait", "SECONDS", "how long to wait for a started daemon to listen (it loads the model first)",
-           &wait_s);
-  p.option("--log-file", "FILE", "log of a started daemon (default: the socket path + .log)", &log_file);
-  p.option("--auth-token-env", "VAR",
-           "for tcp: send the token held in environment variable VAR (default: the token file\n      "
-           "of a local daemon)",
-           &token_env);
+  p.option("--wait", "SECONDS",
+           "how long to wait for a started daemon to listen (it loads the model first)", &wait_s);
+  p.option("--log-file", "FILE", "log of a started daemon (default: the socket path + .log)",
+           &log_file);
+  p.option(
+      "--auth-token-env", "VAR",
+      "for tcp: send the token held in environment variable VAR (default: the token file\n      "
+      "of a local daemon)",
+      &token_env);
   if (auto exit = p.parse(args)) return *exit;
   if (address_text.empty()) {
     try {
@@ -270,8 +274,8 @@ int connect_main(std::span<char* const> args) {
       std::fprintf(stderr, "ghostline connect: %s\n", e.what());
       return 1;
     }
-    std::fprintf(stderr, "ghostline connect: starting a daemon on %s (log: %s)\n", address_text.c_str(),
-                 log_file.c_str());
+    std::fprintf(stderr, "ghostline connect: starting a daemon on %s (log: %s)\n",
+                 address_text.c_str(), log_file.c_str());
     const pid_t daemon = start_daemon(address_text, serve_args, log_file);
     if (daemon < 0) {
       std::fprintf(stderr, "ghostline connect: could not start the daemon\n");
@@ -281,13 +285,14 @@ int connect_main(std::span<char* const> args) {
     while ((fd = lsp::connect_to(address)) < 0) {
       // A daemon that stopped (a missing model, a bad option) will never listen: say why now.
       if (::kill(daemon, 0) != 0 && errno == ESRCH) {
-        std::fprintf(stderr, "ghostline connect: the daemon stopped before listening; the end of %s:\n%s",
+        std::fprintf(stderr,
+                     "ghostline connect: the daemon stopped before listening; the end of %s:\n%s",
                      log_file.c_str(), log_tail(log_file, 5).c_str());
         return 1;
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        std::fprintf(stderr, "ghostline connect: the daemon did not listen within %d s; see %s\n", wait_s,
-                     log_file.c_str());
+        std::fprintf(stderr, "ghostline connect: the daemon did not listen within %d s; see %s\n",
+                     wait_s, log_file.c_str());
         return 1;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

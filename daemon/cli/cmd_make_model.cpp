@@ -34,7 +34,8 @@ int make_model_main(std::span<char* const> args) {
   parser.option("--vocab", "N", "vocabulary size", &spec.n_vocab);
   std::string vocab_from;
   parser.option("--vocab-from", "FILE",
-                "take the tokenizer of this GGUF file (e.g. a vocabulary-only file of a real model) instead of a "
+                "take the tokenizer of this GGUF file (e.g. a vocabulary-only file of a real "
+                "model) instead of a "
                 "synthetic one; --vocab is then its size",
                 &vocab_from);
   parser.option("--embd", "N", "embedding size", &spec.n_embd);

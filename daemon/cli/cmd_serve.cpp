@@ -36,34 +36,44 @@ int serve_main(std::span<char* const> args) {
   lsp::ServerOptions server;
   EngineOptions engine;
 
-  ArgParser p("ghostline serve",
-              "Runs the LSP server. Editors start it on stdio; with --listen it accepts several\n"
-              "editors at once on a TCP or unix socket, each with its own session, sharing one model.");
-  p.option("--listen", "ADDR", "tcp:HOST:PORT, tcp:PORT (loopback) or unix:PATH instead of stdio", &listen);
-  p.flag("--stdio", "serve on stdin/stdout (the default; accepted for LSP clients that pass it)", &stdio);
-  p.flag("--allow-remote", "allow a non-loopback TCP address (needs --auth-token-env)", &allow_remote);
-  p.option("--auth-token-env", "VAR",
-           "clients must send the token held in environment variable VAR as\n      "
-           "initializationOptions.authToken in initialize, their first message; others are\n      "
-           "disconnected. The token is never taken from the command line nor logged. Without\n      "
-           "it, a TCP listener generates a token into $XDG_RUNTIME_DIR (or /tmp/ghostline-UID)\n      "
-           "/ghostline-tcp-PORT.token, mode 0600, where this user's `ghostline connect` reads it",
-           &auth_token_env);
+  ArgParser p(
+      "ghostline serve",
+      "Runs the LSP server. Editors start it on stdio; with --listen it accepts several\n"
+      "editors at once on a TCP or unix socket, each with its own session, sharing one model.");
+  p.option("--listen", "ADDR", "tcp:HOST:PORT, tcp:PORT (loopback) or unix:PATH instead of stdio",
+           &listen);
+  p.flag("--stdio", "serve on stdin/stdout (the default; accepted for LSP clients that pass it)",
+         &stdio);
+  p.flag("--allow-remote", "allow a non-loopback TCP address (needs --auth-token-env)",
+         &allow_remote);
+  p.option(
+      "--auth-token-env", "VAR",
+      "clients must send the token held in environment variable VAR as\n      "
+      "initializationOptions.authToken in initialize, their first message; others are\n      "
+      "disconnected. The token is never taken from the command line nor logged. Without\n      "
+      "it, a TCP listener generates a token into $XDG_RUNTIME_DIR (or /tmp/ghostline-UID)\n      "
+      "/ghostline-tcp-PORT.token, mode 0600, where this user's `ghostline connect` reads it",
+      &auth_token_env);
   // Accepted only to explain why it is refused: a token in argv is visible to every user.
-  p.option("--auth-token", "TOKEN", "refused: use --auth-token-env (a command line is visible to every user)",
+  p.option("--auth-token", "TOKEN",
+           "refused: use --auth-token-env (a command line is visible to every user)",
            &auth_token_argv);
   add_engine_options(p, engine);
   p.option("--debounce-ms", "MS", "wait this long for a newer keystroke before completing",
            &server.defaults.debounce_ms);
-  p.option("--max-tokens", "N", "longest completion in tokens (0: " + std::to_string(kDefaultMaxTokens) + ")",
+  p.option("--max-tokens", "N",
+           "longest completion in tokens (0: " + std::to_string(kDefaultMaxTokens) + ")",
            &server.defaults.max_tokens);
-  p.option("--deadline-ms", "MS",
-           "reply with what is done after this long (0: " + std::to_string(kDefaultDeadlineMs) + ")",
-           &server.defaults.deadline_ms);
+  p.option(
+      "--deadline-ms", "MS",
+      "reply with what is done after this long (0: " + std::to_string(kDefaultDeadlineMs) + ")",
+      &server.defaults.deadline_ms);
   p.option("--max-message-mib", "MIB", "largest LSP message accepted", &max_message_mib);
-  p.option("--max-documents", "N", "documents one session may have open; more are refused", &max_documents);
+  p.option("--max-documents", "N", "documents one session may have open; more are refused",
+           &max_documents);
   p.option("--max-document-mib", "MIB",
-           "largest document accepted; a larger one is refused, one edited past it closed", &max_document_mib);
+           "largest document accepted; a larger one is refused, one edited past it closed",
+           &max_document_mib);
   p.option("--max-requests-per-second", "N",
            "requests one session may make per second, in bursts of up to N; more are\n      "
            "answered with an error. 0: unlimited; -1: 200 with --listen, where one runaway\n      "
@@ -71,9 +81,11 @@ int serve_main(std::span<char* const> args) {
            &max_requests_per_second);
   p.option("--log-level", "LEVEL", "trace, debug, info, warn, error or off", &log_level);
   p.option("--log-file", "FILE", "write the log here instead of stderr (never stdout)", &log_file);
-  p.option("--record", "FILE", "append every incoming message, timestamped, as JSON lines", &record);
+  p.option("--record", "FILE", "append every incoming message, timestamped, as JSON lines",
+           &record);
   p.option("--scripted-completer", "STEPS",
-           "answer without a model, after STEPS 1 ms steps (for protocol tests; -1: off)", &scripted_steps);
+           "answer without a model, after STEPS 1 ms steps (for protocol tests; -1: off)",
+           &scripted_steps);
   p.flag("--no-prefetch", "do not compute the next completion in idle time after one is shown",
          &no_prefetch);
   if (auto exit = p.parse(args)) return *exit;
@@ -85,16 +97,18 @@ int serve_main(std::span<char* const> args) {
     return 2;
   }
   if (!auth_token_argv.empty()) {
-    std::fprintf(stderr,
-                 "ghostline serve: --auth-token is refused: every user of this machine can read a command "
-                 "line. Put the token in an environment variable and pass --auth-token-env VAR.\n");
+    std::fprintf(
+        stderr,
+        "ghostline serve: --auth-token is refused: every user of this machine can read a command "
+        "line. Put the token in an environment variable and pass --auth-token-env VAR.\n");
     return 2;
   }
   std::string auth_token;
   if (!auth_token_env.empty()) {
     const char* value = std::getenv(auth_token_env.c_str());
     if (!value || !*value) {
-      std::fprintf(stderr, "ghostline serve: --auth-token-env %s: the variable is not set or empty\n",
+      std::fprintf(stderr,
+                   "ghostline serve: --auth-token-env %s: the variable is not set or empty\n",
                    auth_token_env.c_str());
       return 2;
     }
@@ -120,8 +134,9 @@ int serve_main(std::span<char* const> args) {
     std::fprintf(stderr, "ghostline serve: --max-requests-per-second must be -1, 0 or positive\n");
     return 2;
   }
-  server.max_requests_per_second =
-      max_requests_per_second >= 0 ? max_requests_per_second : listen.empty() ? 0 : kDefaultSocketRequestRate;
+  server.max_requests_per_second = max_requests_per_second >= 0 ? max_requests_per_second
+                                   : listen.empty()             ? 0
+                                                                : kDefaultSocketRequestRate;
 
   std::optional<lsp::ListenAddress> address;
   if (!listen.empty()) {
@@ -137,10 +152,12 @@ int serve_main(std::span<char* const> args) {
     }
     if (address->kind == lsp::ListenAddress::Kind::Tcp && !lsp::is_loopback_host(address->host)) {
       if (!allow_remote || auth_token.empty()) {
-        std::fprintf(stderr,
-                     "ghostline serve: refusing to listen on non-loopback address %s: anyone on the "
-                     "network could read your code. Pass --allow-remote and --auth-token-env VAR to do it.\n",
-                     address->host.c_str());
+        std::fprintf(
+            stderr,
+            "ghostline serve: refusing to listen on non-loopback address %s: anyone on the "
+            "network could read your code. Pass --allow-remote and --auth-token-env VAR to do "
+            "it.\n",
+            address->host.c_str());
         return 2;
       }
     }
@@ -165,8 +182,8 @@ int serve_main(std::span<char* const> args) {
     std::fprintf(stderr, "ghostline serve: %s\n", e.what());
     return 1;
   }
-  spdlog::info("ghostline {} serving on {} with {}", GHOSTLINE_VERSION, listen.empty() ? "stdio" : listen,
-               completer->describe());
+  spdlog::info("ghostline {} serving on {} with {}", GHOSTLINE_VERSION,
+               listen.empty() ? "stdio" : listen, completer->describe());
 
   // Every local user can reach a loopback port: a TCP listener without a token of the user's
   // own gets one generated here, which this user's clients read from a 0600 file in the private

@@ -59,7 +59,8 @@ int tokenize_main(std::span<char* const> args) {
   bool pieces = false, special = false, bos = false;
   ArgParser p("ghostline tokenize",
               "Read text from stdin and print its token ids on one line, separated by spaces.");
-  p.option("-m,--model", "FILE|NAME", "GGUF file (or pulled model) whose vocabulary to use (required)", &model);
+  p.option("-m,--model", "FILE|NAME",
+           "GGUF file (or pulled model) whose vocabulary to use (required)", &model);
   p.flag("--pieces",
          "print each token's bytes as a JSON string instead of its id (bytes of a character "
          "split across tokens appear as \\xNN)",

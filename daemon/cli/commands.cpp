@@ -21,7 +21,8 @@ std::span<const Command> commands() {
   static constexpr std::array kCommands = {
       Command{"serve", "run the LSP server (stdio, TCP or unix socket)", serve_main},
       Command{"connect", "bridge stdio to a running daemon, starting one if needed", connect_main},
-      Command{"complete", "print the completion the daemon would show at FILE:LINE:COL", complete_main},
+      Command{"complete", "print the completion the daemon would show at FILE:LINE:COL",
+              complete_main},
       Command{"pull", "download a GGUF model from the Hugging Face hub into the model folder",
               pull_main},
       Command{"stats", "what became of the completions the editors showed, per language and model",

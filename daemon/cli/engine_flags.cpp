@@ -10,7 +10,8 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
   // A pulled model's name stands for its file in the model folder (ghostline pull NAME).
   p.option(
       "-m,--model", "FILE|NAME",
-      "GGUF model to complete with: a file, or a model fetched by `ghostline pull NAME` (default: " +
+      "GGUF model to complete with: a file, or a model fetched by `ghostline pull NAME` "
+      "(default: " +
           default_model_path() + ")",
       [&o](std::string_view arg) {
         o.model = resolve_model_argument(arg);
@@ -47,16 +48,18 @@ void add_engine_options(ArgParser& p, EngineOptions& o) {
 
 void add_remote_options(ArgParser& p, remote::RemoteOptions& o) {
   p.option("--url", "URL",
-           "--backend remote: the server, http(s)://HOST[:PORT][/PATH] (OpenAI-compatible: vLLM, SGLang, TGI, "
+           "--backend remote: the server, http(s)://HOST[:PORT][/PATH] (OpenAI-compatible: vLLM, "
+           "SGLang, TGI, "
            "llama.cpp's server)",
            &o.url);
-  p.option("--api-key-env", "VAR", "--backend remote: send the API key held in this environment variable",
-           &o.api_key_env);
-  p.option("--remote-model", "NAME", "--backend remote: the model name the server serves (OpenAI `model`)",
-           &o.model);
+  p.option("--api-key-env", "VAR",
+           "--backend remote: send the API key held in this environment variable", &o.api_key_env);
+  p.option("--remote-model", "NAME",
+           "--backend remote: the model name the server serves (OpenAI `model`)", &o.model);
   p.option(
       "--remote-api", "API",
-      "--backend remote: openai (/v1/completions with the FIM prompt as text) or infill (llama.cpp's /infill)",
+      "--backend remote: openai (/v1/completions with the FIM prompt as text) or infill "
+      "(llama.cpp's /infill)",
       [&o](std::string_view word) {
         auto api = remote::parse_remote_api(word);
         if (api) o.api = *api;
@@ -64,8 +67,10 @@ void add_remote_options(ArgParser& p, remote::RemoteOptions& o) {
       },
       remote::remote_api_name(o.api));
   p.option("--remote-ca-file", "FILE",
-           "--backend remote: CA certificates (PEM) to trust for https besides the system's", &o.ca_file);
-  p.option("--remote-timeout-ms", "MS", "--backend remote: the longest wait for the server within a request",
+           "--backend remote: CA certificates (PEM) to trust for https besides the system's",
+           &o.ca_file);
+  p.option("--remote-timeout-ms", "MS",
+           "--backend remote: the longest wait for the server within a request",
            &o.read_timeout_ms);
 }
 

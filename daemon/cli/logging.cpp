@@ -50,10 +50,12 @@ class LogFileSink : public spdlog::sinks::base_sink<std::mutex> {
 void setup_logging(const std::string& level, const std::string& file) {
   auto parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off")
-    throw std::invalid_argument("unknown log level '" + level + "' (trace, debug, info, warn, error, off)");
+    throw std::invalid_argument("unknown log level '" + level +
+                                "' (trace, debug, info, warn, error, off)");
   std::shared_ptr<spdlog::logger> logger;
   if (file.empty()) {
-    logger = std::make_shared<spdlog::logger>("ghostline", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger = std::make_shared<spdlog::logger>("ghostline",
+                                              std::make_shared<spdlog::sinks::stderr_sink_mt>());
   } else {
     // Never through a symbolic link, a new file 0600: see lsp::open_log_file.
     logger = std::make_shared<spdlog::logger>(

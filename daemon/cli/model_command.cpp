@@ -20,8 +20,10 @@ std::unique_ptr<engine::Model> load_model_for_command(const std::string& path) {
 std::unique_ptr<engine::KvBlockPool> kv_pool_for(const engine::Model& model, int tokens) {
   using engine::KvBlockPool;
   const auto& c = model.config();
-  const size_t blocks = size_t(std::max(1, tokens) + KvBlockPool::kBlockTokens - 1) / KvBlockPool::kBlockTokens;
-  return std::make_unique<KvBlockPool>(c.n_layer, c.kv_dim(), blocks * KvBlockPool::block_bytes_for(c.n_layer, c.kv_dim()));
+  const size_t blocks =
+      size_t(std::max(1, tokens) + KvBlockPool::kBlockTokens - 1) / KvBlockPool::kBlockTokens;
+  return std::make_unique<KvBlockPool>(
+      c.n_layer, c.kv_dim(), blocks * KvBlockPool::block_bytes_for(c.n_layer, c.kv_dim()));
 }
 
 int report_errors(const char* command, const std::function<int()>& body) {

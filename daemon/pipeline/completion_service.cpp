@@ -57,13 +57,15 @@ class PipelineCompleter : public lsp::Completer {
 
 std::string default_model_path() {
   constexpr const char* kFile = "ghostline-code.gguf";
-  if (const char* env = std::getenv("GHOSTLINE_MODEL_DIR")) return (std::filesystem::path(env) / kFile).string();
+  if (const char* env = std::getenv("GHOSTLINE_MODEL_DIR"))
+    return (std::filesystem::path(env) / kFile).string();
   // An installed binary (cmake --install) has its models under PREFIX/share; one run from the
   // build tree has none there and takes the source tree's.
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const auto installed = (exe.parent_path() / GHOSTLINE_INSTALLED_MODEL_DIR / kFile).lexically_normal();
+    const auto installed =
+        (exe.parent_path() / GHOSTLINE_INSTALLED_MODEL_DIR / kFile).lexically_normal();
     if (std::filesystem::exists(installed, ec)) return installed.string();
   }
   return (std::filesystem::path(GHOSTLINE_DEFAULT_MODEL_DIR) / kFile).string();
@@ -71,10 +73,12 @@ std::string default_model_path() {
 
 // --backend remote: the model file gives the tokenizer (a vocabulary-only file is enough); when
 // it has weights too, it answers while the server is unreachable.
-static std::unique_ptr<lsp::Completer> make_remote_completer(const EngineOptions& options, const std::string& path) {
+static std::unique_ptr<lsp::Completer> make_remote_completer(const EngineOptions& options,
+                                                             const std::string& path) {
   if (!std::filesystem::exists(path))
-    throw std::runtime_error("--backend remote builds prompts with the model's tokenizer: '" + path +
-                             "' does not exist; pass --model FILE (a vocabulary-only GGUF is enough)");
+    throw std::runtime_error(
+        "--backend remote builds prompts with the model's tokenizer: '" + path +
+        "' does not exist; pass --model FILE (a vocabulary-only GGUF is enough)");
   std::unique_ptr<Generate> local;
   if (!engine::GgufFile::open(path)->tensors().empty()) {
     // The fallback computes here, on the best local backend.
@@ -94,7 +98,8 @@ std::unique_ptr<lsp::Completer> make_completion_service(const EngineOptions& opt
     return std::make_unique<NoModelCompleter>("no model: the default model " + path +
                                               " is not there; pass --model FILE");
   }
-  return std::make_unique<PipelineCompleter>(options, std::make_unique<EngineGenerate>(options, path));
+  return std::make_unique<PipelineCompleter>(options,
+                                             std::make_unique<EngineGenerate>(options, path));
 }
 
 }  // namespace ghostline::daemon

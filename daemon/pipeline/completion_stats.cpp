@@ -8,7 +8,8 @@ nlohmann::json CompletionStats::to_json() const {
       {"decision", decision},
       {"decisionReason", decision_reason},
       {"language", language},
-      {"syntax", {{"reparseMs", reparse_ms}, {"attachMs", attach_ms}}},  // the context stage: stagesMs
+      {"syntax",
+       {{"reparseMs", reparse_ms}, {"attachMs", attach_ms}}},  // the context stage: stagesMs
       {"otherFiles", other_files},
       {"otherFilesTokens", other_files_tokens},
       {"promptTokens", prompt_tokens},

@@ -141,7 +141,8 @@ void EngineGenerate::prompt(PipelineRequest& q) {
 // from its own radix tree when it proposes.
 void EngineGenerate::match(PipelineRequest& q) {
   target_kv_ = KvLease(*target_, match_);
-  draft_kv_ = use_draft() ? KvLease(*draft_, draft_->match(q.prompt.tokens, use_cache())) : KvLease();
+  draft_kv_ =
+      use_draft() ? KvLease(*draft_, draft_->match(q.prompt.tokens, use_cache())) : KvLease();
 }
 
 Generated EngineGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,

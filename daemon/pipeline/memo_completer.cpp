@@ -40,8 +40,8 @@ lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::Complet
   return result;
 }
 
-std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(const lsp::CompletionRequest& request,
-                                                               const lsp::CompletionResult& result) {
+std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(
+    const lsp::CompletionRequest& request, const lsp::CompletionResult& result) {
   if (!prefetch_ || result.insert_text.empty() || request.has_selected ||
       result.replace_begin != request.cursor || result.replace_end != request.cursor)
     return std::nullopt;
@@ -57,10 +57,12 @@ std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(const lsp::Comple
 
 std::string MemoCompleter::counters_json() const {
   auto s = memory_.stats();
-  nlohmann::json j{{"modelCalls", inner_calls_.load()},
-                   {"memory", {{"remembered", s.remembered}, {"recalls", s.recalls}, {"hits", s.hits}}}};
+  nlohmann::json j{
+      {"modelCalls", inner_calls_.load()},
+      {"memory", {{"remembered", s.remembered}, {"recalls", s.recalls}, {"hits", s.hits}}}};
   // The wrapped completer's own counters (the remote backend's server, breaker and streams).
-  if (auto inner = nlohmann::json::parse(inner_->counters_json(), nullptr, false); inner.is_object() && !inner.empty())
+  if (auto inner = nlohmann::json::parse(inner_->counters_json(), nullptr, false);
+      inner.is_object() && !inner.empty())
     j["backend"] = std::move(inner);
   return j.dump();
 }

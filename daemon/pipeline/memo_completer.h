@@ -17,7 +17,8 @@ class MemoCompleter : public lsp::Completer {
  public:
   MemoCompleter(std::unique_ptr<lsp::Completer> inner, bool prefetch);
 
-  lsp::CompletionResult complete(const lsp::CompletionRequest& request, const lsp::CancelToken& cancel) override;
+  lsp::CompletionResult complete(const lsp::CompletionRequest& request,
+                                 const lsp::CancelToken& cancel) override;
   lsp::CompletionResult complete_answering_early(const lsp::CompletionRequest& request,
                                                  const lsp::CancelToken& cancel,
                                                  const AnswerEarly& answer_early) override;

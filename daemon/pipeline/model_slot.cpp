@@ -36,7 +36,8 @@ ModelSlot::ModelSlot(const std::string& path, size_t kv_bytes, int threads,
   // a large model a chunk of a few tokens would read all the weights for little work.
   prefill_tokens_per_ms_ = measure_prefill();
   const double per_layer_tokens = prefill_tokens_per_ms_ * kLayerMs * model_->config().n_layer;
-  generator_->set_chunk_tokens(std::clamp(static_cast<int>(per_layer_tokens), kMinChunk, kMaxChunk));
+  generator_->set_chunk_tokens(
+      std::clamp(static_cast<int>(per_layer_tokens), kMinChunk, kMaxChunk));
   // The tree may fill the whole pool: a request that needs blocks takes them back from it (the
   // reclaim hook evicts unlocked nodes, least recently used first). Reserving room for a
   // request of the model's declared context (16k-32k tokens for real models) would leave the

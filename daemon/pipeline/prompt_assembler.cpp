@@ -45,8 +45,8 @@ PromptAssembler::PromptAssembler(const engine::Tokenizer& tokenizer, const engin
 // `continuation` is false only for the segment that opens the prefix: a SentencePiece
 // vocabulary puts a space in front of a text, and only there (for byte-level BPE the two are
 // the same).
-const std::vector<int32_t>& PromptAssembler::segment_tokens(std::string_view segment, bool continuation,
-                                                            int* tokenized) {
+const std::vector<int32_t>& PromptAssembler::segment_tokens(std::string_view segment,
+                                                            bool continuation, int* tokenized) {
   uint64_t key = XXH3_64bits_withSeed(segment.data(), segment.size(), continuation ? 1 : 0);
   auto it = segment_cache_.find(key);
   if (it != segment_cache_.end()) return it->second;
@@ -72,13 +72,15 @@ void PromptAssembler::append_segments(std::string_view text, bool opens_prefix,
       if (exact != std::string_view::npos && exact < pos + 4 * kSegmentBytes) nl = exact;
       if (nl != std::string_view::npos) end = nl + 1;
     }
-    out.push_back(segment_tokens(text.substr(pos, end - pos), !(opens_prefix && pos == 0), tokenized));
+    out.push_back(
+        segment_tokens(text.substr(pos, end - pos), !(opens_prefix && pos == 0), tokenized));
     pos = end;
   }
 }
 
 Prompt PromptAssembler::build(std::string_view text, size_t cursor, const PromptLimits& limits,
-                              std::span<const syntax::FileContext> other_files, std::string_view repo) {
+                              std::span<const syntax::FileContext> other_files,
+                              std::string_view repo) {
   Prompt p;
   p.mode = mode_;
   cursor = std::min(cursor, text.size());
@@ -96,7 +98,8 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
   size_t line_begin = cursor == 0 ? std::string_view::npos : text.rfind('\n', cursor - 1);
   line_begin = std::max(begin, line_begin == std::string_view::npos ? 0 : line_begin + 1);
   std::vector<std::vector<int32_t>> prefix_segments;
-  append_segments(text.substr(begin, line_begin - begin), true, prefix_segments, &p.segments_tokenized);
+  append_segments(text.substr(begin, line_begin - begin), true, prefix_segments,
+                  &p.segments_tokenized);
   std::string_view line = text.substr(line_begin, cursor - line_begin);
   std::vector<int32_t> current_line =
       line_begin == begin ? tokenizer_.encode(line) : tokenizer_.encode_continuation(line);
@@ -134,9 +137,11 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
       // Only the text the limit can use is tokenized on each keystroke: up to a line end past
       // its byte budget, or the budget itself on a very long (minified) line.
       size_t local_end = far_begin;
-      if (const size_t budget = bytes_for(limits.max_local_suffix_tokens); local_end - cursor > budget) {
+      if (const size_t budget = bytes_for(limits.max_local_suffix_tokens);
+          local_end - cursor > budget) {
         const size_t line_end = line_start_at_or_after(text, cursor + budget);
-        local_end = line_end - cursor <= 4 * budget ? std::min(line_end, far_begin) : cursor + budget;
+        local_end =
+            line_end - cursor <= 4 * budget ? std::min(line_end, far_begin) : cursor + budget;
       }
       suffix = tokenizer_.encode_continuation(text.substr(cursor, local_end - cursor));
       ++p.segments_tokenized;
@@ -159,7 +164,8 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
     for (const syntax::FileContext& f : other_files) {
       std::string section = f.path + "\n" + f.text + "\n";
       const auto& tokens = segment_tokens(section, /*continuation=*/true, &p.segments_tokenized);
-      if (files.size() + tokens.size() + 1 > static_cast<size_t>(std::max(0, limits.max_other_files_tokens))) {
+      if (files.size() + tokens.size() + 1 >
+          static_cast<size_t>(std::max(0, limits.max_other_files_tokens))) {
         p.truncated = true;
         continue;
       }
@@ -171,8 +177,9 @@ Prompt PromptAssembler::build(std::string_view text, size_t cursor, const Prompt
     if (!files.empty() && fim_.repo >= 0 && !repo.empty()) {
       std::vector<int32_t> head{fim_.repo};
       // Qwen2.5-Coder puts a line break after the name; StarCoder2 the file separator.
-      const auto& name = segment_tokens(std::string(repo) + (family_ == engine::FimFamily::QwenCoder ? "\n" : ""),
-                                        true, &p.segments_tokenized);
+      const auto& name =
+          segment_tokens(std::string(repo) + (family_ == engine::FimFamily::QwenCoder ? "\n" : ""),
+                         true, &p.segments_tokenized);
       head.insert(head.end(), name.begin(), name.end());
       files.insert(files.begin(), head.begin(), head.end());
     }
@@ -224,15 +231,15 @@ int PromptAssembler::max_suffix_tokens(const PromptLimits& limits) const {
 }
 
 // Suffix: from the cursor to a line end past the budget, its end on the grid too.
-std::vector<int32_t> PromptAssembler::suffix_tokens(std::string_view text, size_t cursor, int max_tokens,
-                                                    Prompt& p) {
+std::vector<int32_t> PromptAssembler::suffix_tokens(std::string_view text, size_t cursor,
+                                                    int max_tokens, Prompt& p) {
   std::vector<int32_t> suffix;
   if (max_tokens <= 0 || cursor >= text.size()) return suffix;
   size_t end = text.size();
   const size_t sbudget = bytes_for(max_tokens);
   if (text.size() - cursor > sbudget) {
-    end = std::min(text.size(),
-                   line_start_at_or_after(text, (cursor + sbudget + kWindowGrid - 1) / kWindowGrid * kWindowGrid));
+    end = std::min(text.size(), line_start_at_or_after(text, (cursor + sbudget + kWindowGrid - 1) /
+                                                                 kWindowGrid * kWindowGrid));
     p.truncated = true;
   }
   // The rest of the cursor's line is its own segment; whole lines after it are cached.
@@ -261,12 +268,13 @@ size_t PromptAssembler::far_suffix_start(std::string_view text, size_t from) {
   return line_start_at_or_after(text, text.size() - from_end);
 }
 
-std::vector<int32_t> PromptAssembler::far_suffix_tokens(std::string_view text, size_t begin, int max_tokens,
-                                                        Prompt& p) {
+std::vector<int32_t> PromptAssembler::far_suffix_tokens(std::string_view text, size_t begin,
+                                                        int max_tokens, Prompt& p) {
   std::vector<int32_t> far;
   if (max_tokens <= 0 || begin >= text.size()) return far;
   // An end at a fixed distance from the start selects the same text too.
-  const size_t end = std::min(text.size(), line_start_at_or_after(text, begin + bytes_for(max_tokens)));
+  const size_t end =
+      std::min(text.size(), line_start_at_or_after(text, begin + bytes_for(max_tokens)));
   std::vector<std::vector<int32_t>> segments;
   append_segments(text.substr(begin, end - begin), false, segments, &p.segments_tokenized);
   for (const auto& s : segments) {

@@ -72,17 +72,20 @@ class PromptAssembler {
  private:
   // Tokens of each segment of `text`, appended to `out`; segments not found in the cache are
   // counted in *tokenized.
-  void append_segments(std::string_view text, bool opens_prefix, std::vector<std::vector<int32_t>>& out,
-                       int* tokenized);
-  const std::vector<int32_t>& segment_tokens(std::string_view segment, bool continuation, int* tokenized);
+  void append_segments(std::string_view text, bool opens_prefix,
+                       std::vector<std::vector<int32_t>>& out, int* tokenized);
+  const std::vector<int32_t>& segment_tokens(std::string_view segment, bool continuation,
+                                             int* tokenized);
   // The text after the cursor, as tokens: up to `max_tokens`, from a window whose end is on the
   // grid (SPM, where the suffix comes first and must stay put while the user types).
-  std::vector<int32_t> suffix_tokens(std::string_view text, size_t cursor, int max_tokens, Prompt& p);
+  std::vector<int32_t> suffix_tokens(std::string_view text, size_t cursor, int max_tokens,
+                                     Prompt& p);
   // PSM: where the far suffix starts, at or after `from` (the end of the cursor's line): a line
   // start that stays put while the user types.
   static size_t far_suffix_start(std::string_view text, size_t from);
   // PSM: up to `max_tokens` of suffix text from `begin`, given as earlier context.
-  std::vector<int32_t> far_suffix_tokens(std::string_view text, size_t begin, int max_tokens, Prompt& p);
+  std::vector<int32_t> far_suffix_tokens(std::string_view text, size_t begin, int max_tokens,
+                                         Prompt& p);
 
   const engine::Tokenizer& tokenizer_;
   FimTokens fim_;

@@ -65,7 +65,8 @@ void SyntaxState::edited(const lsp::DocumentKey& key, const lsp::TextDocument& d
     index_.closed(key);
     return;
   }
-  if (cross_file_ && !edits.empty()) index_.edited(key, edits.back().begin + edits.back().new_text.size());
+  if (cross_file_ && !edits.empty())
+    index_.edited(key, edits.back().begin + edits.back().new_text.size());
 }
 
 void SyntaxState::closed(const lsp::DocumentKey& key) {
@@ -96,7 +97,8 @@ std::shared_ptr<const lsp::RequestContext> SyntaxState::context_for(
       const uint32_t end_row = cursor_row / kNameRowsGrid * kNameRowsGrid;
       const uint32_t begin_row = end_row > kNameRows ? end_row - kNameRows : 0;
       const size_t begin = row_start(text, begin_row);
-      const size_t end = end_row == 0 ? 0 : begin + row_start(text.substr(begin), end_row - begin_row);
+      const size_t end =
+          end_row == 0 ? 0 : begin + row_start(text.substr(begin), end_row - begin_row);
       const auto names = syntax::referenced_names(*a->tree, text, begin, end);
       a->other_files = index_.context_for(key, names, trees_, syntax::CrossFileLimits{});
     }
@@ -105,9 +107,11 @@ std::shared_ptr<const lsp::RequestContext> SyntaxState::context_for(
   return a;
 }
 
-std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::CompletionRequest& request) {
+std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(
+    const lsp::CompletionRequest& request) {
   const lsp::RequestContext* a = request.context.get();
-  if (a && a->tree && a->version == request.version && a->text_size == request.text.size()) return a->tree;
+  if (a && a->tree && a->version == request.version && a->text_size == request.text.size())
+    return a->tree;
   // A request derived from an attached one (a prefetch of the state after accepting a
   // completion) decides from its text: a fresh parse of a big file would hold the engine thread.
   if (a) return nullptr;
@@ -117,14 +121,16 @@ std::shared_ptr<const syntax::TreeSnapshot> SyntaxState::tree_for(const lsp::Com
   return fresh.snapshot(request.version);
 }
 
-syntax::CompletionContext SyntaxState::context_for(const lsp::CompletionRequest& request, bool fim) {
+syntax::CompletionContext SyntaxState::context_for(const lsp::CompletionRequest& request,
+                                                   bool fim) {
   const auto tree = tree_for(request);
   syntax::ContextOptions options;
   options.fim = fim;
   options.line_mode = request.mode == lsp::CompletionMode::Line    ? syntax::LineMode::Line
                       : request.mode == lsp::CompletionMode::Block ? syntax::LineMode::Block
                                                                    : syntax::LineMode::Auto;
-  syntax::CompletionContext c = syntax::build_context(tree.get(), request.text, request.cursor, options);
+  syntax::CompletionContext c =
+      syntax::build_context(tree.get(), request.text, request.cursor, options);
   if (c.decision == syntax::Decision::None && request.trigger == lsp::TriggerKind::Invoked) {
     c.decision = c.shape.single_line ? syntax::Decision::SingleLine : syntax::Decision::MultiLine;
     c.reason = "asked for (" + c.reason + ")";

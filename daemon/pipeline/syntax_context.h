@@ -45,7 +45,8 @@ class SyntaxState final : public lsp::DocumentContext {
   // Engine thread: the tree of exactly request.text: the attached copy when it is of this
   // version and text; none for a request derived from an attached one (prefetch); a fresh parse
   // for a request that never had one (one-shot commands).
-  static std::shared_ptr<const syntax::TreeSnapshot> tree_for(const lsp::CompletionRequest& request);
+  static std::shared_ptr<const syntax::TreeSnapshot> tree_for(
+      const lsp::CompletionRequest& request);
 
   // Engine thread: the pipeline's context stage. `fim`: the model sees the text after the
   // cursor. A request the user made explicitly is always answered.

@@ -336,12 +336,13 @@ std::string format_table(const ReplayReport& report) {
   if (auto sched = report.settings.find("daemonScheduler");
       sched != report.settings.end() && sched->is_object() && sched->contains("stoppedRuns")) {
     auto n = [&](const char* key) { return sched->value(key, 0); };
-    std::snprintf(line, sizeof line,
-                  "daemon: %d runs stopped by cancellation, %d model steps finished after the cancel "
-                  "(at most %d in one run); answered from memory %d; kept while typed through %d; "
-                  "prefetch started %d, finished %d, preempted %d\n",
-                  n("stoppedRuns"), n("stepsAfterCancel"), n("maxStepsAfterCancel"), n("answeredFromMemory"),
-                  n("keptRunning"), n("prefetchStarted"), n("prefetchFinished"), n("prefetchPreempted"));
+    std::snprintf(
+        line, sizeof line,
+        "daemon: %d runs stopped by cancellation, %d model steps finished after the cancel "
+        "(at most %d in one run); answered from memory %d; kept while typed through %d; "
+        "prefetch started %d, finished %d, preempted %d\n",
+        n("stoppedRuns"), n("stepsAfterCancel"), n("maxStepsAfterCancel"), n("answeredFromMemory"),
+        n("keptRunning"), n("prefetchStarted"), n("prefetchFinished"), n("prefetchPreempted"));
     out << line;
   }
   out << "speculative acceptance: "

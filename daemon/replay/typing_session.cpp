@@ -58,7 +58,8 @@ std::optional<AcceptedPart> choose_acceptance(const std::string& completion,
   }
   if (allowed(Acceptance::Word)) {
     size_t i = 0;
-    while (i < completion.size() && !is_identifier_byte(completion[i]) && completion[i] != '\n') ++i;
+    while (i < completion.size() && !is_identifier_byte(completion[i]) && completion[i] != '\n')
+      ++i;
     while (i < completion.size() && is_identifier_byte(completion[i])) ++i;
     std::string word = completion.substr(0, i);
     if (word.size() >= 2 && expected.starts_with(word)) return AcceptedPart{word, Acceptance::Word};

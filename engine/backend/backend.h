@@ -78,9 +78,11 @@ struct BackendOptions {
 };
 
 // The backend of options.kind over `model` and `pool` (both must outlive it).
-std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options);
+std::unique_ptr<Backend> make_backend(const Model& model, KvBlockPool& pool,
+                                      const BackendOptions& options);
 
-std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool, const BackendOptions& options);
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, KvBlockPool& pool,
+                                          const BackendOptions& options);
 std::unique_ptr<Backend> make_reference_backend(const Model& model, KvBlockPool& pool);
 
 // A backend that cannot run here or cannot run this model (no device, a build without CUDA, an

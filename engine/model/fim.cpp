@@ -61,7 +61,8 @@ FimFamily fim_family(const Tokenizer& tokenizer, bool ghostline_metadata) {
     if (tokenizer.find_token("<|file_separator|>")) return FimFamily::CodeGemma;
     return FimFamily::QwenCoder;
   }
-  if (pre == "<fim_prefix>") return sep == "<file_sep>" || sep.empty() ? FimFamily::StarCoder : FimFamily::Other;
+  if (pre == "<fim_prefix>")
+    return sep == "<file_sep>" || sep.empty() ? FimFamily::StarCoder : FimFamily::Other;
   if (pre == "<｜fim▁begin｜>") return FimFamily::DeepSeekCoder;
   if (pre == "<PRE>" || pre == "▁<PRE>") return FimFamily::CodeLlama;
   return FimFamily::Other;
@@ -82,8 +83,9 @@ FimTemplate fim_template(const Tokenizer& tokenizer, bool spm, bool ghostline_me
         t.tokens.stop.push_back(*sep);
     }
   // Families trained on repository-level prompts; the others see the current file only.
-  t.repo_context = t.tokens.file_sep >= 0 && (t.family == FimFamily::QwenCoder || t.family == FimFamily::StarCoder ||
-                                              t.family == FimFamily::CodeGemma);
+  t.repo_context = t.tokens.file_sep >= 0 &&
+                   (t.family == FimFamily::QwenCoder || t.family == FimFamily::StarCoder ||
+                    t.family == FimFamily::CodeGemma);
   if (!t.repo_context) t.tokens.repo = -1;
   return t;
 }
@@ -93,6 +95,8 @@ FimTemplate fim_template(const Tokenizer& tokenizer, const GgufFile& file) {
   return fim_template(tokenizer, spm, spm || file.has("ghostline.fim.psm_template"));
 }
 
-FimTemplate fim_template(const Model& model) { return fim_template(model.tokenizer(), model.file()); }
+FimTemplate fim_template(const Model& model) {
+  return fim_template(model.tokenizer(), model.file());
+}
 
 }  // namespace ghostline::engine

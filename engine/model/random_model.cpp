@@ -186,15 +186,16 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
     for (auto m : vocab->get_string_array("tokenizer.ggml.merges")) merges.emplace_back(m);
     for (int64_t t : vocab->get_int_array("tokenizer.ggml.token_type")) types.push_back(int32_t(t));
     if (tokens.empty() || types.size() != tokens.size())
-      throw std::runtime_error(s.vocab_from.string() + " holds no tokenizer (tokenizer.ggml.tokens and token_type)");
+      throw std::runtime_error(s.vocab_from.string() +
+                               " holds no tokenizer (tokenizer.ggml.tokens and token_type)");
     s.n_vocab = int(tokens.size());
   } else {
     // Qwen2.5-Coder's FIM tokens and its file separator (repository-level context).
     const std::vector<std::string> specials = {"<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>",
                                                "<|fim_suffix|>", "<|fim_pad|>", "<|file_sep|>"};
     if (s.n_vocab < 256 + int(specials.size()))
-      throw std::runtime_error("the vocabulary needs at least " + std::to_string(256 + specials.size()) +
-                               " tokens");
+      throw std::runtime_error("the vocabulary needs at least " +
+                               std::to_string(256 + specials.size()) + " tokens");
     tokens = byte_tokens();
     const int n_normal = s.n_vocab - int(specials.size());
     for (char a = 'a'; a <= 'z' && int(tokens.size()) < n_normal; ++a)
@@ -308,8 +309,10 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
     u32(a + "attention.value_length", uint32_t(hd));
   }
   f32(a + "rope.freq_base", 1000000.0f);
-  str("tokenizer.ggml.model", vocab ? std::string(vocab->get_string("tokenizer.ggml.model").value_or("gpt2")) : "gpt2");
-  str("tokenizer.ggml.pre", vocab ? std::string(vocab->get_string("tokenizer.ggml.pre").value_or("default")) : "qwen2");
+  str("tokenizer.ggml.model",
+      vocab ? std::string(vocab->get_string("tokenizer.ggml.model").value_or("gpt2")) : "gpt2");
+  str("tokenizer.ggml.pre",
+      vocab ? std::string(vocab->get_string("tokenizer.ggml.pre").value_or("default")) : "qwen2");
   strs("tokenizer.ggml.tokens", &tokens);
   kvs.push_back({"tokenizer.ggml.token_type", [&] {
                    out.put(kArray), out.put(kI32), out.put(uint64_t(types.size()));
@@ -317,14 +320,16 @@ void write_random_model(const std::filesystem::path& path, const RandomModelSpec
                  }});
   strs("tokenizer.ggml.merges", &merges);
   if (vocab) {
-    for (const char* key : {"bos", "eos", "eot", "padding", "unknown", "fim_pre", "fim_suf", "fim_mid", "fim_pad",
-                            "fim_rep", "fim_sep", "prefix", "suffix", "middle"})
+    for (const char* key :
+         {"bos", "eos", "eot", "padding", "unknown", "fim_pre", "fim_suf", "fim_mid", "fim_pad",
+          "fim_rep", "fim_sep", "prefix", "suffix", "middle"})
       if (auto id = vocab->get_int("tokenizer.ggml." + std::string(key) + "_token_id"))
         u32("tokenizer.ggml." + std::string(key) + "_token_id", uint32_t(*id));
     for (const char* key : {"add_bos_token", "add_eos_token"})
       if (auto flag = vocab->get_bool("tokenizer.ggml." + std::string(key))) {
         const bool v = *flag;
-        kvs.push_back({"tokenizer.ggml." + std::string(key), [&out, v] { out.put(kBool), out.put(uint8_t(v)); }});
+        kvs.push_back({"tokenizer.ggml." + std::string(key),
+                       [&out, v] { out.put(kBool), out.put(uint8_t(v)); }});
       }
   } else {
     u32("tokenizer.ggml.eos_token_id", special_id("<|endoftext|>"));

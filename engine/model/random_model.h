@@ -1,5 +1,5 @@
-// Writes GGUF files of the supported architectures with random weights of any shape and weight type, so that
-// benchmarks can run on real-size models (e.g. the Qwen2.5-Coder-0.5B shape) without
+// Writes GGUF files of the supported architectures with random weights of any shape and weight
+// type, so that benchmarks can run on real-size models (e.g. the Qwen2.5-Coder-0.5B shape) without
 // downloading one. The vocabulary is a byte-level BPE one of the requested size with FIM
 // tokens, enough for the tokenizer and the daemon to work end to end.
 #pragma once

@@ -59,7 +59,8 @@ size_t lcp(const std::vector<int32_t>& a, std::span<const int32_t> b) {
   return i;
 }
 
-std::vector<int32_t> random_tokens(std::mt19937& rng, const std::vector<std::vector<int32_t>>& known) {
+std::vector<int32_t> random_tokens(std::mt19937& rng,
+                                   const std::vector<std::vector<int32_t>>& known) {
   std::vector<int32_t> t;
   if (!known.empty() && rng() % 3 != 0) {  // usually extend or edit a known sequence
     t = known[rng() % known.size()];
@@ -111,7 +112,8 @@ TEST(PrefixCache, BudgetHoldsLockedPathsSurviveAndNothingLeaks) {
         // Matched blocks hold exactly the tokens asked for: they were inserted with them.
         ASSERT_LE(static_cast<size_t>(m.tokens), tokens.size());
         if (rng() % 4 == 0 && m.node) {
-          locked.emplace_back(cache.lock(m), std::vector<int32_t>(tokens.begin(), tokens.begin() + m.tokens));
+          locked.emplace_back(cache.lock(m),
+                              std::vector<int32_t>(tokens.begin(), tokens.begin() + m.tokens));
         }
         if (!locked.empty() && rng() % 5 == 0) locked.erase(locked.begin() + rng() % locked.size());
         if (tokens.empty()) continue;
@@ -125,7 +127,8 @@ TEST(PrefixCache, BudgetHoldsLockedPathsSurviveAndNothingLeaks) {
         for (auto& [l, t] : locked) locked_blocks += (t.size() + kB - 1) / kB;
         ASSERT_LE(cache.stats().blocks, std::max(budget, locked_blocks)) << "seed " << seed;
         for (auto& [l, t] : locked)
-          ASSERT_EQ(static_cast<size_t>(cache.match(t).tokens), t.size()) << "locked path evicted, seed " << seed;
+          ASSERT_EQ(static_cast<size_t>(cache.match(t).tokens), t.size())
+              << "locked path evicted, seed " << seed;
       }
       locked.clear();
       cache.clear();

@@ -48,7 +48,8 @@ struct TinyModel {
     key(arch + ".feed_forward_length", GgufValue::u32(uint32_t(n_ff)));
     key(arch + ".attention.head_count", GgufValue::u32(uint32_t(n_head)));
     key(arch + ".attention.head_count_kv", GgufValue::u32(uint32_t(n_head_kv)));
-    key(arch + (starcoder2() ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"),
+    key(arch +
+            (starcoder2() ? ".attention.layer_norm_epsilon" : ".attention.layer_norm_rms_epsilon"),
         GgufValue::f32(1e-5f));
     if (head_dim > 0) {
       key(arch + ".attention.key_length", GgufValue::u32(uint32_t(head_dim)));

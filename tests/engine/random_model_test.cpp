@@ -146,7 +146,9 @@ TEST(RandomModelMix, Q4KMGivesTheTypesLlamaQuantizeWrites) {
 
   // The mix loads, and the fast path agrees with the reference one.
   auto model = Model::load(path, {.lock_resident = false});
-  EXPECT_LE(fast_path_deviation(*model, model->tokenizer().encode("def add(a, b):\n    return a + b\n")), 0.1);
+  EXPECT_LE(
+      fast_path_deviation(*model, model->tokenizer().encode("def add(a, b):\n    return a + b\n")),
+      0.1);
   fs::remove(path);
 }
 
@@ -192,7 +194,8 @@ TEST_P(RandomModelSuperBlockTest, FastPathMatchesReference) {
   write_random_model(path, spec);
   auto model = Model::load(path, {.lock_resident = false});
   EXPECT_EQ(model->file().tensor("blk.1.attn_q.weight")->type, GetParam());
-  EXPECT_LE(fast_path_deviation(*model, model->tokenizer().encode("int main() { return 0; }\n")), 0.1);
+  EXPECT_LE(fast_path_deviation(*model, model->tokenizer().encode("int main() { return 0; }\n")),
+            0.1);
   fs::remove(path);
 }
 

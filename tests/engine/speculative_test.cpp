@@ -70,7 +70,8 @@ struct Engine {
     const ModelConfig& c = model->config();
     pool = std::make_unique<KvBlockPool>(c.n_layer, c.kv_dim(), 16 << 20);
     gen = std::make_unique<Generator>(
-        *model, *pool, GeneratorOptions{.threads = threads, .backend = path_kind, .chunk_tokens = chunk});
+        *model, *pool,
+        GeneratorOptions{.threads = threads, .backend = path_kind, .chunk_tokens = chunk});
   }
 };
 
@@ -219,7 +220,8 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
     // Short runs too, so that max_tokens cuts proposals.
     const GenerateOptions options{.max_tokens = i % 4 == 3 ? 5 : 32};
     const std::string label = "prompt " + std::to_string(i);
-    draft_stats += checker.check(prompts[i], options, Mode::Draft, always_draft, k_ngram_only, label);
+    draft_stats +=
+        checker.check(prompts[i], options, Mode::Draft, always_draft, k_ngram_only, label);
     ngram_stats += checker.check(prompts[i], options, Mode::Ngram, k_draft, k_ngram_only, label);
     both_stats += checker.check(prompts[i], options, Mode::Both, k_draft, k_ngram, label);
   }
@@ -567,7 +569,8 @@ TEST(SpeculativeReferenceTest, GreedyOutputIsIdenticalOnTheReferencePath) {
     for (int i = 0; i < 24 + 5 * p; ++i)
       prompt.push_back(int32_t((i * 7919 + 13 * p) % 30000 + 100));
     for (Mode m : {Mode::Draft, Mode::Ngram, Mode::Both})
-      stats += checker.check(prompt, {.max_tokens = 14}, m, always_draft, k_ngram, "prompt " + std::to_string(p));
+      stats += checker.check(prompt, {.max_tokens = 14}, m, always_draft, k_ngram,
+                             "prompt " + std::to_string(p));
   }
   EXPECT_GT(stats.proposed_draft, 0);
   EXPECT_GT(stats.accepted_draft, 0);

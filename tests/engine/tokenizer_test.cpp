@@ -516,7 +516,8 @@ TEST(TokenizerFim, FindsCodeGemmaFimTokensByText) {
       "<pad>",          "<eos>",          "<bos>",          "<unk>", "<|fim_prefix|>",
       "<|fim_middle|>", "<|fim_suffix|>", "<|file_separator|>", "▁def", "▁x"};
   // Single characters, so that the separator's text can be encoded as ordinary text.
-  for (std::string_view c : {"▁", "<", "|", "f", "i", "l", "e", "_", "s", "p", "a", "r", "t", "o", ">"})
+  for (std::string_view c :
+       {"▁", "<", "|", "f", "i", "l", "e", "_", "s", "p", "a", "r", "t", "o", ">"})
     tokens.emplace_back(c);
   testing::GgufWriter w;
   w.add("tokenizer.ggml.model", testing::GgufValue::string("llama"));

@@ -115,8 +115,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   EchoCompleter completer;
   PostQueue posted;
-  ghostline::lsp::Scheduler scheduler(completer, [&](std::function<void()> f) { posted.post(std::move(f)); },
-                                      std::chrono::milliseconds(0));
+  ghostline::lsp::Scheduler scheduler(
+      completer, [&](std::function<void()> f) { posted.post(std::move(f)); },
+      std::chrono::milliseconds(0));
   CheckingSink sink;
   ghostline::lsp::ServerOptions options;
   options.max_message_bytes = 1 << 16;

@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fim.bos = *specials.bos;
   }
   FimMode mode = static_cast<FimMode>((data[0] / all.size()) % 3);
-  if (mode != FimMode::PrefixOnly && (fim.pre < 0 || fim.suf < 0 || fim.mid < 0)) mode = FimMode::PrefixOnly;
+  if (mode != FimMode::PrefixOnly && (fim.pre < 0 || fim.suf < 0 || fim.mid < 0))
+    mode = FimMode::PrefixOnly;
   PromptLimits limits;
   limits.max_prefix_tokens = 1 + data[1] % 64;
   limits.max_suffix_tokens = data[2] % 32;
@@ -60,13 +61,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Prompt p = warm->build(text, cursor, limits);
     PromptAssembler fresh(tok, fim, mode);
     Prompt q = fresh.build(text, cursor, limits);
-    FUZZ_CHECK(p.tokens == q.tokens, "a reused assembler's prompt differs from a fresh one's (cursor %zu)", cursor);
+    FUZZ_CHECK(p.tokens == q.tokens,
+               "a reused assembler's prompt differs from a fresh one's (cursor %zu)", cursor);
     for (int32_t id : p.tokens) FUZZ_CHECK(id >= 0 && id < tok.n_vocab(), "id %d", id);
-    FUZZ_CHECK(p.prefix_tokens <= limits.max_prefix_tokens, "prefix of %d tokens over %d", p.prefix_tokens,
-               limits.max_prefix_tokens);
+    FUZZ_CHECK(p.prefix_tokens <= limits.max_prefix_tokens, "prefix of %d tokens over %d",
+               p.prefix_tokens, limits.max_prefix_tokens);
     FUZZ_CHECK(p.suffix_tokens + p.far_suffix_tokens <= warm->max_suffix_tokens(limits),
                "suffix of %d + %d tokens", p.suffix_tokens, p.far_suffix_tokens);
-    FUZZ_CHECK(static_cast<size_t>(p.prefix_tokens + p.suffix_tokens + p.far_suffix_tokens) <= p.tokens.size(),
+    FUZZ_CHECK(static_cast<size_t>(p.prefix_tokens + p.suffix_tokens + p.far_suffix_tokens) <=
+                   p.tokens.size(),
                "counted more tokens than the prompt holds");
   }
   return 0;

@@ -35,21 +35,25 @@ struct Input {
 
 void check_same_index(const TextDocument& doc, PositionEncoding enc) {
   TextDocument fresh("u", "x", 0, doc.text());
-  FUZZ_CHECK(doc.line_count() == fresh.line_count(), "line count %zu, rebuilt %zu", doc.line_count(),
-             fresh.line_count());
+  FUZZ_CHECK(doc.line_count() == fresh.line_count(), "line count %zu, rebuilt %zu",
+             doc.line_count(), fresh.line_count());
   for (size_t line = 0; line < doc.line_count(); ++line) {
     Position start{static_cast<int64_t>(line), 0};
-    FUZZ_CHECK(doc.offset_of(start, enc) == fresh.offset_of(start, enc), "line %zu starts differ", line);
+    FUZZ_CHECK(doc.offset_of(start, enc) == fresh.offset_of(start, enc), "line %zu starts differ",
+               line);
   }
-  const bool ascii = std::all_of(doc.text().begin(), doc.text().end(), [](char c) { return (c & 0x80) == 0; });
+  const bool ascii =
+      std::all_of(doc.text().begin(), doc.text().end(), [](char c) { return (c & 0x80) == 0; });
   for (size_t off = 0; off <= doc.text().size(); ++off) {
     Position p = doc.position_of(off, enc);
     FUZZ_CHECK(p == fresh.position_of(off, enc), "position of %zu differs", off);
     // A position the document gives out is one it accepts; in ASCII text, the same offset
     // (a \r\n pair is one line break, so its middle maps to its start).
     auto back = doc.offset_of(p, enc);
-    FUZZ_CHECK(back, "offset %zu -> (%lld,%lld), which is refused", off, (long long)p.line, (long long)p.character);
-    FUZZ_CHECK(!ascii || *back == off || (off > 0 && doc.text()[off - 1] == '\r'), "offset %zu -> %zu", off, *back);
+    FUZZ_CHECK(back, "offset %zu -> (%lld,%lld), which is refused", off, (long long)p.line,
+               (long long)p.character);
+    FUZZ_CHECK(!ascii || *back == off || (off > 0 && doc.text()[off - 1] == '\r'),
+               "offset %zu -> %zu", off, *back);
   }
 }
 

@@ -63,7 +63,8 @@ const std::vector<std::bitset<256>>& representable_bytes() {
 }
 
 bool representable(std::string_view text, const std::bitset<256>& bytes) {
-  return std::all_of(text.begin(), text.end(), [&](char c) { return bytes[static_cast<unsigned char>(c)]; });
+  return std::all_of(text.begin(), text.end(),
+                     [&](char c) { return bytes[static_cast<unsigned char>(c)]; });
 }
 
 }  // namespace
@@ -90,8 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool spm = tok->model() == "llama";
   if (!special && valid_utf8(text) && representable(text, representable_bytes()[which]) &&
       !(spm && text.find("\xe2\x96\x81") != std::string_view::npos))
-    FUZZ_CHECK(back == text, "%s: decode(encode(text)) differs (%zu bytes in, %zu out)", name.c_str(), text.size(),
-               back.size());
+    FUZZ_CHECK(back == text, "%s: decode(encode(text)) differs (%zu bytes in, %zu out)",
+               name.c_str(), text.size(), back.size());
   // A few of the cuts the prompt assembler may use (each check encodes the whole text again).
   int checked = 0;
   for (size_t cut = 1; cut < text.size() && !special && checked < 4; ++cut) {
@@ -100,7 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto head = tok->encode(text.substr(0, cut));
     auto tail = tok->encode_continuation(text.substr(cut));
     head.insert(head.end(), tail.begin(), tail.end());
-    FUZZ_CHECK(head == ids, "%s: segments cut at %zu give other ids than the whole", name.c_str(), cut);
+    FUZZ_CHECK(head == ids, "%s: segments cut at %zu give other ids than the whole", name.c_str(),
+               cut);
   }
   return 0;
 }

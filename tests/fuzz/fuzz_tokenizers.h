@@ -20,7 +20,8 @@ struct NamedTokenizer {
 inline const std::vector<NamedTokenizer>& shared_tokenizers() {
   static const std::vector<NamedTokenizer> all = [] {
     std::vector<NamedTokenizer> out;
-    for (const char* name : {"gpt-2", "starcoder", "deepseek-coder", "qwen2.5-coder", "llama-spm"}) {
+    for (const char* name :
+         {"gpt-2", "starcoder", "deepseek-coder", "qwen2.5-coder", "llama-spm"}) {
       auto file = engine::GgufFile::open(std::string("../shared/data/tokenizer/") + name + ".gguf");
       out.push_back({name, engine::Tokenizer::from_gguf(*file)});
     }

@@ -15,7 +15,8 @@ using nlohmann::json;
 TEST(Protocol, ParamsRoundTripThroughJson) {
   DidChangeTextDocumentParams change;
   change.text_document = {.uri = "file:///a", .version = 3};
-  change.content_changes = {{.range = Range{{1, 2}, {1, 4}}, .text = "xy"}, {.range = std::nullopt, .text = "all"}};
+  change.content_changes = {{.range = Range{{1, 2}, {1, 4}}, .text = "xy"},
+                            {.range = std::nullopt, .text = "all"}};
   const auto back = json(change).get<DidChangeTextDocumentParams>();
   EXPECT_EQ(back.text_document.uri, "file:///a");
   EXPECT_EQ(back.text_document.version, 3);

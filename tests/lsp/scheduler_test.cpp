@@ -92,7 +92,9 @@ TEST(Scheduler, NewerRequestSupersedesOlderOfTheSameDocument) {
   Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
   std::vector<std::pair<int, Outcome>> outcomes;
   for (int i = 0; i < 5; ++i)
-    s.submit("doc", request("v" + std::to_string(i)), [&, i](Outcome o) { outcomes.push_back({i, o}); });
+    s.submit("doc", request("v" + std::to_string(i)), [&, i](Outcome o) {
+      outcomes.push_back({i, o});
+    });
   s.submit("other", request("x"), [&](Outcome o) { outcomes.push_back({9, o}); });
   ASSERT_TRUE(io.run_until([&] { return outcomes.size() == 6; }));
   io.run_until([] { return false; }, 200);  // a late result must not appear
@@ -119,7 +121,8 @@ TEST(Scheduler, CancelStopsTheRunningCompleterWithinAStep) {
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->kind, Outcome::Kind::Cancelled);
   int at_cancel = completer.steps.load();
-  while (completer.steps_after_cancel_check.load() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (completer.steps_after_cancel_check.load() != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_LE(completer.steps.load() - at_cancel, 1);
   EXPECT_FALSE(s.cancel(id, Scheduler::CancelReason::Client));  // already answered
 }
@@ -160,7 +163,8 @@ TEST(Scheduler, StopAnswersLaterSubmissions) {
 // `steps` steps, and answers a request that types through its last completion from memory.
 class RememberingCompleter : public Completer {
  public:
-  explicit RememberingCompleter(int steps, bool prefetch = false) : steps_(steps), prefetch_(prefetch) {}
+  explicit RememberingCompleter(int steps, bool prefetch = false)
+      : steps_(steps), prefetch_(prefetch) {}
   CompletionResult complete(const CompletionRequest& r, const CancelToken& cancel) override {
     if (auto recalled = recall(r)) return *recalled;
     ++calls;
@@ -178,11 +182,13 @@ class RememberingCompleter : public Completer {
     std::lock_guard lock(mutex_);
     if (!has_last_ || !continues(last_, r)) return std::nullopt;
     auto typed = *typed_at_cursor(last_, r.text);
-    if (typed.size() >= 3 || std::string_view("cde").substr(0, typed.size()) != typed) return std::nullopt;
+    if (typed.size() >= 3 || std::string_view("cde").substr(0, typed.size()) != typed)
+      return std::nullopt;
     ++recalled;
     return CompletionResult{std::string("cde").substr(typed.size()), r.cursor, r.cursor, {}};
   }
-  std::optional<CompletionRequest> follow_up(const CompletionRequest& r, const CompletionResult& result) override {
+  std::optional<CompletionRequest> follow_up(const CompletionRequest& r,
+                                             const CompletionResult& result) override {
     if (!prefetch_) return std::nullopt;
     CompletionRequest next = r;
     std::string accepted = r.text;
@@ -204,7 +210,8 @@ class RememberingCompleter : public Completer {
 
 // The edit of typing `text` at byte `pos`.
 std::vector<DocumentEdit> insert_at(size_t pos, std::string text) {
-  return {DocumentEdit{.uri = "doc", .version = 2, .begin = pos, .end = pos, .new_text = std::move(text)}};
+  return {DocumentEdit{
+      .uri = "doc", .version = 2, .begin = pos, .end = pos, .new_text = std::move(text)}};
 }
 
 CompletionRequest at(std::string text, size_t cursor) {
@@ -252,7 +259,8 @@ class EarlyAnsweringCompleter : public Completer {
   CompletionResult complete_answering_early(const CompletionRequest& r, const CancelToken& cancel,
                                             const AnswerEarly& answer_early) override {
     if (answer_early) answer_early({"par", r.cursor, r.cursor, {{"answeredEarly", true}}});
-    for (int i = 0; i < 20 && !cancel.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 20 && !cancel.cancelled(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return {final_, r.cursor, r.cursor, {{"generatedText", final_}}};
   }
   std::string describe() const override { return "early"; }
@@ -267,7 +275,9 @@ TEST(Scheduler, AnEarlyAnswerIsDeliveredAndItsGrowthAnnounced) {
   Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
   std::optional<Outcome> answer;
   int updates = 0;
-  s.submit("doc", at("ab", 2), [&](Outcome o) { answer = o; }, std::chrono::milliseconds(0), [&] { ++updates; });
+  s.submit(
+      "doc", at("ab", 2), [&](Outcome o) { answer = o; }, std::chrono::milliseconds(0),
+      [&] { ++updates; });
   ASSERT_TRUE(io.run_until([&] { return updates > 0; }));
   ASSERT_TRUE(answer);
   EXPECT_EQ(answer->kind, Outcome::Kind::Completed);
@@ -288,7 +298,9 @@ TEST(Scheduler, AnEarlyAnswerThatWasAllIsNotAnnounced) {
   Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
   std::optional<Outcome> answer;
   int updates = 0;
-  s.submit("doc", at("ab", 2), [&](Outcome o) { answer = o; }, std::chrono::milliseconds(0), [&] { ++updates; });
+  s.submit(
+      "doc", at("ab", 2), [&](Outcome o) { answer = o; }, std::chrono::milliseconds(0),
+      [&] { ++updates; });
   ASSERT_TRUE(io.run_until([&] { return s.counters().kept_finished == 1; }));
   io.run_until([] { return false; }, 50);  // what is posted after the run
   ASSERT_TRUE(answer);
@@ -304,11 +316,15 @@ TEST(Scheduler, CorrectingWhatWasTypedAtTheCursorKeepsTheWork) {
   wait_for([&] { return completer.steps.load() > 0; });
   s.document_edited("doc", insert_at(2, "cd"), "abcd");
   // A backspace over what was typed, then more typing: still at the cursor.
-  s.document_edited("doc", {{DocumentEdit{.uri = "doc", .version = 3, .begin = 3, .end = 4, .new_text = ""}}}, "abc");
+  s.document_edited(
+      "doc", {{DocumentEdit{.uri = "doc", .version = 3, .begin = 3, .end = 4, .new_text = ""}}},
+      "abc");
   s.document_edited("doc", insert_at(3, "e"), "abce");
   EXPECT_EQ(s.counters().stopped_runs, 0u);
   // Deleting a character before the cursor is not typing there.
-  s.document_edited("doc", {{DocumentEdit{.uri = "doc", .version = 5, .begin = 0, .end = 1, .new_text = ""}}}, "bce");
+  s.document_edited(
+      "doc", {{DocumentEdit{.uri = "doc", .version = 5, .begin = 0, .end = 1, .new_text = ""}}},
+      "bce");
   wait_for([&] { return s.counters().stopped_runs == 1; });
 }
 

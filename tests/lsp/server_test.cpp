@@ -29,7 +29,10 @@ class EchoCompleter : public Completer {
       if (cancel.cancelled()) return {};
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    return {"<" + r.text.substr(0, r.cursor) + ">v" + std::to_string(r.version), r.cursor, r.cursor, {}};
+    return {"<" + r.text.substr(0, r.cursor) + ">v" + std::to_string(r.version),
+            r.cursor,
+            r.cursor,
+            {}};
   }
   std::string describe() const override { return "echo"; }
 };
@@ -37,7 +40,8 @@ class EchoCompleter : public Completer {
 json reply_to(ClientConnection& c, const json& id) {
   auto deadline = Clock::now() + std::chrono::seconds(20);
   while (auto r = c.receive(deadline))
-    if (r->message.contains("id") && r->message["id"] == id && !r->message.contains("method")) return r->message;
+    if (r->message.contains("id") && r->message["id"] == id && !r->message.contains("method"))
+      return r->message;
   ADD_FAILURE() << "no reply to request " << id;
   return {};
 }
@@ -50,12 +54,14 @@ void type_in_a_session(const ListenAddress& address, int n, std::vector<std::str
   c->send(make_notification("initialized", json::object()));
   const std::string uri = "file:///s" + std::to_string(n) + ".py";
   std::string text;
-  c->send(make_notification("textDocument/didOpen", DidOpenTextDocumentParams{{uri, "python", 1, text}}));
+  c->send(make_notification("textDocument/didOpen",
+                            DidOpenTextDocumentParams{{uri, "python", 1, text}}));
   for (int k = 0; k < 20; ++k) {
     const Position at{0, static_cast<int64_t>(text.size())};
     text += static_cast<char>('a' + n);
-    c->send(make_notification("textDocument/didChange",
-                              DidChangeTextDocumentParams{{uri, k + 2}, {{Range{at, at}, std::string(1, 'a' + n)}}}));
+    c->send(make_notification(
+        "textDocument/didChange",
+        DidChangeTextDocumentParams{{uri, k + 2}, {{Range{at, at}, std::string(1, 'a' + n)}}}));
     json params = InlineCompletionParams{{uri}, {0, static_cast<int64_t>(text.size())}};
     c->send(make_request(100 + k, "textDocument/inlineCompletion", params));
     json r = reply_to(*c, 100 + k);
@@ -64,18 +70,21 @@ void type_in_a_session(const ListenAddress& address, int n, std::vector<std::str
       for (const auto& item : r["result"]["items"])
         if (item["insertText"] != "<" + text + ">v" + std::to_string(k + 2))
           problems.push_back("session " + std::to_string(n) + ": " + item["insertText"].dump());
-    } else if (!r.contains("error") || r["error"]["code"] != static_cast<int>(ErrorCode::RequestCancelled)) {
+    } else if (!r.contains("error") ||
+               r["error"]["code"] != static_cast<int>(ErrorCode::RequestCancelled)) {
       problems.push_back("session " + std::to_string(n) + ": " + r.dump());
     }
   }
   c->send(make_request(999, "ghostline/documentText", TextDocumentParams{{uri}}));
   json doc = reply_to(*c, 999);
-  if (doc["result"]["text"] != text) problems.push_back("session " + std::to_string(n) + ": text " + doc.dump());
+  if (doc["result"]["text"] != text)
+    problems.push_back("session " + std::to_string(n) + ": text " + doc.dump());
   c->finish(std::chrono::milliseconds(1000));
 }
 
 TEST(Server, SeveralSocketSessionsShareOneEngineThread) {
-  const auto path = std::filesystem::temp_directory_path() / ("ghostline-server-test-" + std::to_string(::getpid()) + ".sock");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ghostline-server-test-" + std::to_string(::getpid()) + ".sock");
   std::filesystem::remove(path);
   EchoCompleter completer;
   ServerOptions options;
@@ -103,7 +112,8 @@ TEST(Server, SeveralSocketSessionsShareOneEngineThread) {
 
   std::vector<std::vector<std::string>> problems(4);
   std::vector<std::thread> editors;
-  for (int n = 0; n < 4; ++n) editors.emplace_back(type_in_a_session, std::cref(address), n, std::ref(problems[n]));
+  for (int n = 0; n < 4; ++n)
+    editors.emplace_back(type_in_a_session, std::cref(address), n, std::ref(problems[n]));
   for (auto& e : editors) e.join();
   for (const auto& p : problems) EXPECT_TRUE(p.empty()) << p.front();
 

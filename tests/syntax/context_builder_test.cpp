@@ -48,67 +48,88 @@ const Case kCases[] = {
     {"python", "def area(r):\n    return 3.14 * ra█dius\n", Decision::None},
     {"python", "def area(r):\n    # compute the area of█\n    return 0\n", Decision::None},
     {"python", "name = \"hello wor█\"\n", Decision::None},
-    {"python", "def area(r):\n    \"\"\"Area of a circle of█\"\"\"\n", Decision::SingleLine, "radius r.\"\"\"", "radius r."},
+    {"python", "def area(r):\n    \"\"\"Area of a circle of█\"\"\"\n", Decision::SingleLine,
+     "radius r.\"\"\"", "radius r."},
     {"python", "import math\n\ndef area(r):█\n", Decision::MultiLine,
      "\n    return math.pi * r * r\n\ndef perimeter(r):\n    return 2 * math.pi * r\n",
      "\n    return math.pi * r * r"},
     {"python",
-     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n        █\n\n    def pop(self):\n        return self.items.pop()\n",
-     Decision::MultiLine, "self.items.append(item)\n        return self\n\n    def peek(self):\n        return self.items[-1]\n",
+     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, "
+     "item):\n        █\n\n    def pop(self):\n        return self.items.pop()\n",
+     Decision::MultiLine,
+     "self.items.append(item)\n        return self\n\n    def peek(self):\n        return "
+     "self.items[-1]\n",
      "self.items.append(item)\n        return self"},
-    {"python", "for i in range(10):\n    total = total + █\n", Decision::SingleLine, "i * i\nprint(total)\n", "i * i"},
+    {"python", "for i in range(10):\n    total = total + █\n", Decision::SingleLine,
+     "i * i\nprint(total)\n", "i * i"},
     {"python", "print(f\"total: {█}\")\n", Decision::SingleLine, "total}\")", "total"},
     {"python", "print(f\"total: █\")\n", Decision::None},
     // JavaScript
-    {"javascript", "function sum(xs) {\n  return xs.reduce((a, b) => a + b, 0);\n}\nconst n = su█m([1]);\n", Decision::None},
+    {"javascript",
+     "function sum(xs) {\n  return xs.reduce((a, b) => a + b, 0);\n}\nconst n = su█m([1]);\n",
+     Decision::None},
     {"javascript", "// fetch the user█\nasync function load() {}\n", Decision::None},
     {"javascript", "const url = \"https://example.com/█\";\n", Decision::None},
-    {"javascript", "const url = `https://example.com/${█}`;\n", Decision::SingleLine, "user.id}`;", "user.id"},
+    {"javascript", "const url = `https://example.com/${█}`;\n", Decision::SingleLine, "user.id}`;",
+     "user.id"},
     {"javascript", "function clamp(x, lo, hi) {\n  █\n}\n", Decision::MultiLine,
      "if (x < lo) return lo;\n  if (x > hi) return hi;\n  return x;\n}\n\nfunction other() {",
      "if (x < lo) return lo;\n  if (x > hi) return hi;\n  return x;"},
-    {"javascript", "const items = list.map((item) => █);\n", Decision::SingleLine, "item.id);", "item.id"},
+    {"javascript", "const items = list.map((item) => █);\n", Decision::SingleLine, "item.id);",
+     "item.id"},
     // TypeScript
-    {"typescript", "interface User {\n  id: number;\n  █\n}\n", Decision::MultiLine, "name: string;\n  email: string;\n}\n",
-     "name: string;\n  email: string;"},
-    {"typescript", "/** Returns the user's display na█ */\nfunction display(u: User): string { return u.name; }\n", Decision::SingleLine},
-    {"typescript", "export function isAdmin(u: User): boolean {\n  return u.role === █\n}\n", Decision::SingleLine,
-     "\"admin\";\n}", "\"admin\";"},
+    {"typescript", "interface User {\n  id: number;\n  █\n}\n", Decision::MultiLine,
+     "name: string;\n  email: string;\n}\n", "name: string;\n  email: string;"},
+    {"typescript",
+     "/** Returns the user's display na█ */\nfunction display(u: User): string { return u.name; "
+     "}\n",
+     Decision::SingleLine},
+    {"typescript", "export function isAdmin(u: User): boolean {\n  return u.role === █\n}\n",
+     Decision::SingleLine, "\"admin\";\n}", "\"admin\";"},
     // TSX
-    {"typescriptreact", "export function Button(props: Props) {\n  return <button onClick={props.onClick}>{props.la█bel}</button>;\n}\n", Decision::None},
+    {"typescriptreact",
+     "export function Button(props: Props) {\n  return <button "
+     "onClick={props.onClick}>{props.la█bel}</button>;\n}\n",
+     Decision::None},
     {"typescriptreact", "export function List({ items }: Props) {\n  █\n}\n", Decision::MultiLine,
      "const rows = items.map((i) => <li key={i.id}>{i.name}</li>);\n  return <ul>{rows}</ul>;\n}\n",
      "const rows = items.map((i) => <li key={i.id}>{i.name}</li>);\n  return <ul>{rows}</ul>;"},
     // C
-    {"c", "#include <stdio.h>\n\nint max(int a, int b) {\n  █\n}\n", Decision::MultiLine, "return a > b ? a : b;\n}\n\nint min(int a, int b) {",
-     "return a > b ? a : b;"},
+    {"c", "#include <stdio.h>\n\nint max(int a, int b) {\n  █\n}\n", Decision::MultiLine,
+     "return a > b ? a : b;\n}\n\nint min(int a, int b) {", "return a > b ? a : b;"},
     {"c", "/* parse the header█ */\nint parse(void);\n", Decision::None},
     {"c", "int main(void) {\n  printf(\"%d\\n\", coun█t);\n}\n", Decision::None},
-    {"c", "int main(void) {\n  int total = █\n}\n", Decision::SingleLine, "0;\n  return total;", "0;"},
+    {"c", "int main(void) {\n  int total = █\n}\n", Decision::SingleLine, "0;\n  return total;",
+     "0;"},
     // C++
-    {"cpp", "#include <vector>\n\nclass Stack {\n public:\n  void push(int x) {█\n};\n", Decision::MultiLine,
-     "\n    items_.push_back(x);\n  }\n\n  int pop() {", "\n    items_.push_back(x);"},
+    {"cpp", "#include <vector>\n\nclass Stack {\n public:\n  void push(int x) {█\n};\n",
+     Decision::MultiLine, "\n    items_.push_back(x);\n  }\n\n  int pop() {",
+     "\n    items_.push_back(x);"},
     {"cpp", "std::string name = \"ghost█\";\n", Decision::None},
-    {"cpp", "int f(std::vector<int>& v) {\n  return std::accumulate(v.begin(), █);\n}\n", Decision::SingleLine,
-     "v.end(), 0);", "v.end(), 0"},
+    {"cpp", "int f(std::vector<int>& v) {\n  return std::accumulate(v.begin(), █);\n}\n",
+     Decision::SingleLine, "v.end(), 0);", "v.end(), 0"},
     // Go
-    {"go", "package main\n\nfunc add(a, b int) int {\n\t█\n}\n", Decision::MultiLine, "return a + b\n}\n\nfunc sub(a, b int) int {",
-     "return a + b"},
-    {"go", "package main\n\n// add returns the su█m\nfunc add(a, b int) int { return a + b }\n", Decision::None},
-    {"go", "package main\n\nfunc main() {\n\tfmt.Println(█)\n}\n", Decision::SingleLine, "\"hello\")", "\"hello\""},
+    {"go", "package main\n\nfunc add(a, b int) int {\n\t█\n}\n", Decision::MultiLine,
+     "return a + b\n}\n\nfunc sub(a, b int) int {", "return a + b"},
+    {"go", "package main\n\n// add returns the su█m\nfunc add(a, b int) int { return a + b }\n",
+     Decision::None},
+    {"go", "package main\n\nfunc main() {\n\tfmt.Println(█)\n}\n", Decision::SingleLine,
+     "\"hello\")", "\"hello\""},
     // Rust
-    {"rust", "fn square(x: i32) -> i32 {\n    █\n}\n", Decision::MultiLine, "x * x\n}\n\nfn cube(x: i32) -> i32 {", "x * x"},
+    {"rust", "fn square(x: i32) -> i32 {\n    █\n}\n", Decision::MultiLine,
+     "x * x\n}\n\nfn cube(x: i32) -> i32 {", "x * x"},
     {"rust", "/// Squares the num█ber.\nfn square(x: i32) -> i32 { x * x }\n", Decision::None},
     {"rust", "fn main() {\n    let msg = \"hi█\";\n}\n", Decision::None},
-    {"rust", "fn main() {\n    let v: Vec<i32> = (0..10).█\n}\n", Decision::SingleLine, "collect();\n}", "collect();"},
+    {"rust", "fn main() {\n    let v: Vec<i32> = (0..10).█\n}\n", Decision::SingleLine,
+     "collect();\n}", "collect();"},
     // Java
-    {"java", "public class Point {\n  private int x;\n\n  public int getX() {\n    █\n  }\n}\n", Decision::MultiLine,
-     "return x;\n  }\n\n  public int getY() {", "return x;"},
+    {"java", "public class Point {\n  private int x;\n\n  public int getX() {\n    █\n  }\n}\n",
+     Decision::MultiLine, "return x;\n  }\n\n  public int getY() {", "return x;"},
     {"java", "public class A {\n  // the counter of█\n  int n;\n}\n", Decision::None},
     {"java", "public class A {\n  String s = \"abc█\";\n}\n", Decision::None},
     // Lua
-    {"lua", "local function greet(name)\n  █\nend\n", Decision::MultiLine, "print(\"hello \" .. name)\nend\n\nlocal function bye()",
-     "print(\"hello \" .. name)"},
+    {"lua", "local function greet(name)\n  █\nend\n", Decision::MultiLine,
+     "print(\"hello \" .. name)\nend\n\nlocal function bye()", "print(\"hello \" .. name)"},
     {"lua", "-- load the config█\nlocal config = {}\n", Decision::None},
     {"lua", "local s = \"abc█\"\n", Decision::None},
     // A prefix-only model does not complete before code it cannot see.
@@ -122,7 +143,8 @@ TEST_P(ContextBuilderGolden, DecidesAndStops) {
   const Case& c = GetParam();
   CompletionContext ctx = context_of(c);
   EXPECT_EQ(decision_name(ctx.decision), std::string(decision_name(c.decision)))
-      << c.language_id << ": " << c.code << "\nreason: " << ctx.reason << ", node " << ctx.cursor_node;
+      << c.language_id << ": " << c.code << "\nreason: " << ctx.reason << ", node "
+      << ctx.cursor_node;
   if (c.generated && ctx.decision != Decision::None) {
     EXPECT_EQ(finish(ctx.shape, c.generated).text, c.shown) << c.language_id << ": " << c.code;
   }
@@ -173,7 +195,8 @@ TEST(ContextBuilder, LineModeNeverMakesABlock) {
 }
 
 TEST(ContextBuilder, BlockModeContinuesALineOfCodeUntilItsBlockEnds) {
-  const char* line = "def total(items):\n    s = 0\n    for i in items:\n        s = s + █\n    return s\n";
+  const char* line =
+      "def total(items):\n    s = 0\n    for i in items:\n        s = s + █\n    return s\n";
   EXPECT_EQ(context_in_mode(line, LineMode::Auto).decision, Decision::SingleLine);
   const CompletionContext ctx = context_in_mode(line, LineMode::Block);
   EXPECT_EQ(ctx.decision, Decision::MultiLine);
@@ -182,15 +205,18 @@ TEST(ContextBuilder, BlockModeContinuesALineOfCodeUntilItsBlockEnds) {
 
 TEST(ContextBuilder, BlockModeKeepsOneLineWhereTheContextAllowsNoMore) {
   // Code after the cursor, a comment, a string: still one line (or nothing), as in auto.
-  EXPECT_EQ(context_in_mode("x = █ + compute(1)\n", LineMode::Block).decision, Decision::SingleLine);
-  EXPECT_EQ(context_in_mode("def area(r):\n    \"\"\"Area of a circle of█\"\"\"\n", LineMode::Block).decision,
+  EXPECT_EQ(context_in_mode("x = █ + compute(1)\n", LineMode::Block).decision,
+            Decision::SingleLine);
+  EXPECT_EQ(context_in_mode("def area(r):\n    \"\"\"Area of a circle of█\"\"\"\n", LineMode::Block)
+                .decision,
             Decision::SingleLine);
   EXPECT_EQ(context_in_mode("name = \"hello wor█\"\n", LineMode::Block).decision, Decision::None);
 }
 
 TEST(ContextBuilder, ReferencedNamesAreThoseUsedInTheRange) {
   const std::string text =
-      "import os\n\ndef main():\n    cfg = load_config(os.environ)\n    server = Server(cfg)\n    server.run()\n";
+      "import os\n\ndef main():\n    cfg = load_config(os.environ)\n    server = Server(cfg)\n    "
+      "server.run()\n";
   DocumentTree doc(*find_language("python"), text);
   auto tree = doc.snapshot(1);
   const auto names = referenced_names(*tree, text, text.find("def main"), text.size());

@@ -12,8 +12,10 @@ namespace {
 
 const std::string kUtil =
     "import os\n\n"
-    "def load_config(env):\n    \"\"\"Reads the settings.\"\"\"\n    return {k: v for k, v in env.items()}\n\n"
-    "class Server:\n    def __init__(self, cfg):\n        self.cfg = cfg\n\n    def run(self):\n        pass\n\n"
+    "def load_config(env):\n    \"\"\"Reads the settings.\"\"\"\n    return {k: v for k, v in "
+    "env.items()}\n\n"
+    "class Server:\n    def __init__(self, cfg):\n        self.cfg = cfg\n\n    def run(self):\n   "
+    "     pass\n\n"
     "def unrelated():\n    return 42\n";
 
 class CrossFile : public ::testing::Test {
@@ -35,8 +37,10 @@ TEST_F(CrossFile, FindsTheDefinitionsOfTheNamesUsed) {
   EXPECT_EQ(files[0].path, "proj/pkg/util.py");
   // In document order whatever the order of the names, whole heads of definitions.
   EXPECT_EQ(files[0].text,
-            "def load_config(env):\n    \"\"\"Reads the settings.\"\"\"\n    return {k: v for k, v in env.items()}\n\n"
-            "class Server:\n    def __init__(self, cfg):\n        self.cfg = cfg\n\n    def run(self):\n        pass");
+            "def load_config(env):\n    \"\"\"Reads the settings.\"\"\"\n    return {k: v for k, v "
+            "in env.items()}\n\n"
+            "class Server:\n    def __init__(self, cfg):\n        self.cfg = cfg\n\n    def "
+            "run(self):\n        pass");
   const std::vector<std::string> reversed = {"load_config", "Server"};
   EXPECT_EQ(index.context_for("main", reversed, trees, CrossFileLimits{})[0].text, files[0].text);
   // Never the document's own definitions.

@@ -32,7 +32,8 @@ using Tree = std::unique_ptr<TSTree, TreeDeleter>;
 Tree fresh_parse(const Language& lang, const std::string& text) {
   TSParser* parser = ts_parser_new();
   ts_parser_set_language(parser, lang.ts);
-  Tree tree(ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size())));
+  Tree tree(
+      ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size())));
   ts_parser_delete(parser);
   return tree;
 }
@@ -48,9 +49,10 @@ std::string sexp(TSNode node) {
 void positions(TSNode node, std::string& out) {
   TSPoint a = ts_node_start_point(node), b = ts_node_end_point(node);
   out += ts_node_type(node);
-  out += " " + std::to_string(ts_node_start_byte(node)) + "-" + std::to_string(ts_node_end_byte(node)) +
-         " (" + std::to_string(a.row) + "," + std::to_string(a.column) + ")-(" +
-         std::to_string(b.row) + "," + std::to_string(b.column) + ")\n";
+  out += " " + std::to_string(ts_node_start_byte(node)) + "-" +
+         std::to_string(ts_node_end_byte(node)) + " (" + std::to_string(a.row) + "," +
+         std::to_string(a.column) + ")-(" + std::to_string(b.row) + "," + std::to_string(b.column) +
+         ")\n";
   for (uint32_t i = 0; i < ts_node_child_count(node); ++i) positions(ts_node_child(node, i), out);
 }
 
@@ -111,7 +113,8 @@ class EditGenerator {
   size_t pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
   // Moves back off UTF-8 continuation bytes.
   static size_t boundary(const std::string& text, size_t at) {
-    while (at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+    while (at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80)
+      --at;
     return at;
   }
   std::mt19937 rng_;
@@ -132,7 +135,8 @@ void expect_points_match_bytes(TSNode root, const std::string& text) {
       ASSERT_LT(point.row, line_starts.size()) << ts_node_type(node);
       ASSERT_EQ(line_starts[point.row] + point.column, byte) << ts_node_type(node);
     }
-    for (uint32_t i = 0; i < ts_node_child_count(node); ++i) stack.push_back(ts_node_child(node, i));
+    for (uint32_t i = 0; i < ts_node_child_count(node); ++i)
+      stack.push_back(ts_node_child(node, i));
   }
 }
 
@@ -156,7 +160,8 @@ TEST_P(RandomEdits, IncrementalTreeEqualsAFreshParse) {
     return crlf;
   }();
   DocumentTree doc(*lang, reference);
-  EditGenerator generator(20240601u + static_cast<uint32_t>(std::string(GetParam().language).size()));
+  EditGenerator generator(20240601u +
+                          static_cast<uint32_t>(std::string(GetParam().language).size()));
   struct Applied {
     size_t begin;
     std::string removed, inserted;
@@ -164,7 +169,8 @@ TEST_P(RandomEdits, IncrementalTreeEqualsAFreshParse) {
   std::vector<Applied> history;
   int strict = 0, recovered_differently = 0;
 
-  auto apply_and_check = [&](size_t begin, size_t end, const std::string& text, const std::string& what) {
+  auto apply_and_check = [&](size_t begin, size_t end, const std::string& text,
+                             const std::string& what) {
     reference.replace(begin, end - begin, text);
     doc.edit(begin, end, text);
     ASSERT_EQ(doc.text(), reference);
@@ -234,7 +240,8 @@ TEST_P(RandomEdits, IncrementalTreeEqualsAFreshParse) {
   }
   for (size_t i = history.size(); i-- > 0;) {
     const Applied& a = history[i];
-    apply_and_check(a.begin, a.begin + a.inserted.size(), a.removed, "undo of edit " + std::to_string(i));
+    apply_and_check(a.begin, a.begin + a.inserted.size(), a.removed,
+                    "undo of edit " + std::to_string(i));
     if (HasFatalFailure()) return;
   }
   ASSERT_EQ(reference, valid);

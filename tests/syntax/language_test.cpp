@@ -47,10 +47,12 @@ TEST(Language, AQueryThatDoesNotCompileIsALoudError) {
     }
     return std::string("compiled");
   };
-  EXPECT_EQ(message("(block) @block\n(no_such_node) @x"),
-            "syntax/queries/python/blocks.scm:2:2 (byte 16): unknown node type at `no_such_node) @x`");
+  EXPECT_EQ(
+      message("(block) @block\n(no_such_node) @x"),
+      "syntax/queries/python/blocks.scm:2:2 (byte 16): unknown node type at `no_such_node) @x`");
   EXPECT_EQ(message("(call nosuchfield: (identifier))"),
-            "syntax/queries/python/blocks.scm:1:7 (byte 6): unknown field at `nosuchfield: (identifier))`");
+            "syntax/queries/python/blocks.scm:1:7 (byte 6): unknown field at `nosuchfield: "
+            "(identifier))`");
   EXPECT_NE(message("((block) @b"), "compiled");
   EXPECT_EQ(message("(block) @block"), "compiled");
 }

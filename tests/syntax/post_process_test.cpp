@@ -89,7 +89,8 @@ TEST(CompletionShape, KnowsTheBlockAroundTheCursor) {
   text = "func f() {\n}\n";
   shape = shape_at(text, text.find('{') + 1);
   EXPECT_EQ(shape.next_line, "");
-  EXPECT_EQ(finish_completion(shape, "\n\tif x {\n\t\treturn\n\t}\n\treturn\n}\n"), "\n\tif x {\n\t\treturn\n\t}\n\treturn");
+  EXPECT_EQ(finish_completion(shape, "\n\tif x {\n\t\treturn\n\t}\n\treturn\n}\n"),
+            "\n\tif x {\n\t\treturn\n\t}\n\treturn");
 }
 
 TEST(FinishCompletion, ABlockEndsWhereItsIndentationEnds) {
@@ -97,12 +98,14 @@ TEST(FinishCompletion, ABlockEndsWhereItsIndentationEnds) {
   auto shape = shape_at(text, 14);
   ASSERT_EQ(shape.min_indent, 1);
   // Blank lines inside the body are kept; the dedent that leaves the function ends it.
-  EXPECT_EQ(finish_completion(shape, "y = x + 1\n\n    return y\n\nprint(f(2))\n"), "y = x + 1\n\n    return y");
+  EXPECT_EQ(finish_completion(shape, "y = x + 1\n\n    return y\n\nprint(f(2))\n"),
+            "y = x + 1\n\n    return y");
   // Brace languages: the line of the closing brace is not part of the body.
   const std::string c = "int f(int x) {\n  \n}\n";
   auto cs = shape_at(c, c.find("  \n") + 2);
   ASSERT_EQ(cs.min_indent, 1);
-  EXPECT_EQ(finish_completion(cs, "int y = x * 2;\n  return y;\n}\n\nint g() {"), "int y = x * 2;\n  return y;");
+  EXPECT_EQ(finish_completion(cs, "int y = x * 2;\n  return y;\n}\n\nint g() {"),
+            "int y = x * 2;\n  return y;");
 }
 
 TEST(FinishCompletion, ASiblingDefinitionEndsIt) {
@@ -168,7 +171,8 @@ TEST(StopRules, AgreesWithShouldStopOnEveryPrefix) {
       std::string piece;
       for (int n = int(rng() % 3); n >= 0; --n) piece += alphabet[rng() % std::size(alphabet)];
       text += piece;
-      ASSERT_EQ(rules.append(piece), reaches_stop_point(shape, text)) << "trial " << trial << " text '" << text << "'";
+      ASSERT_EQ(rules.append(piece), reaches_stop_point(shape, text))
+          << "trial " << trial << " text '" << text << "'";
       if (reaches_stop_point(shape, text)) break;
     }
   }

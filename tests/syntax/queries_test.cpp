@@ -353,11 +353,12 @@ struct Captured {
 std::vector<Captured> captures(const Language& lang, QueryKind kind, const DocumentTree& doc) {
   std::vector<Captured> out;
   const std::string& text = doc.text();
-  for_each_capture(lang.query(kind), ts_tree_root_node(doc.tree()), text, 0,
-                   static_cast<uint32_t>(text.size()), [&](const Capture& c) {
-                     out.push_back({std::string(c.name), std::string(node_text(c.node, text)), c.node});
-                     return true;
-                   });
+  for_each_capture(
+      lang.query(kind), ts_tree_root_node(doc.tree()), text, 0, static_cast<uint32_t>(text.size()),
+      [&](const Capture& c) {
+        out.push_back({std::string(c.name), std::string(node_text(c.node, text)), c.node});
+        return true;
+      });
   return out;
 }
 
@@ -457,7 +458,8 @@ TEST_P(SampleQueries, BlocksAreBodiesNotLiterals) {
     bool ok = innermost->text.starts_with(e.header) ||
               (!ts_node_is_null(parent) && node_text(parent, text).starts_with(e.header));
     EXPECT_TRUE(ok) << "the @block around `" << e.inside << "` is `"
-                    << innermost->text.substr(0, 40) << "...`, not the body of `" << e.header << "`";
+                    << innermost->text.substr(0, 40) << "...`, not the body of `" << e.header
+                    << "`";
   }
   for (const auto& literal : GetParam().not_blocks) {
     for (const auto& c : blocks) {

@@ -21,8 +21,10 @@ class OwnQuery {
   OwnQuery(const Language& lang, std::string_view source) {
     uint32_t offset = 0;
     TSQueryError error = TSQueryErrorNone;
-    query_ = ts_query_new(lang.ts, source.data(), static_cast<uint32_t>(source.size()), &offset, &error);
-    if (!query_) throw std::runtime_error("test query does not compile at " + std::to_string(offset));
+    query_ =
+        ts_query_new(lang.ts, source.data(), static_cast<uint32_t>(source.size()), &offset, &error);
+    if (!query_)
+      throw std::runtime_error("test query does not compile at " + std::to_string(offset));
   }
   ~OwnQuery() {
     forget_query_predicates(query_);
@@ -51,7 +53,8 @@ std::vector<std::string> capture_texts(const TSQuery* q, const DocumentTree& doc
   std::vector<std::string> out;
   const std::string& text = doc.text();
   for_each_capture(q, ts_tree_root_node(doc.tree()), text, begin, end, [&](const Capture& c) {
-    out.push_back(text.substr(ts_node_start_byte(c.node), ts_node_end_byte(c.node) - ts_node_start_byte(c.node)));
+    out.push_back(text.substr(ts_node_start_byte(c.node),
+                              ts_node_end_byte(c.node) - ts_node_start_byte(c.node)));
     if (names) names->emplace_back(c.name);
     return true;
   });
@@ -66,7 +69,8 @@ TEST(ForEachCapture, EqAndNotEqFilterByText) {
   OwnQuery eq(py, "((call function: (identifier) @f) (#eq? @f \"print\"))");
   EXPECT_EQ(capture_texts(eq.get(), doc, 0, size_of(kPython)), std::vector<std::string>{"print"});
   OwnQuery differs(py, "((call function: (identifier) @f) (#not-eq? @f \"print\"))");
-  EXPECT_EQ(capture_texts(differs.get(), doc, 0, size_of(kPython)), std::vector<std::string>{"helper"});
+  EXPECT_EQ(capture_texts(differs.get(), doc, 0, size_of(kPython)),
+            std::vector<std::string>{"helper"});
 }
 
 TEST(ForEachCapture, EqBetweenTwoCaptures) {
@@ -150,8 +154,9 @@ TEST(ForEachMatch, GroupsADefinitionWithItsName) {
                    return true;
                  });
   // The #match?/#not-match? pair splits module-level names into constants and variables.
-  EXPECT_EQ(seen, (std::vector<std::string>{"definition.constant MAX_SIZE", "definition.variable name",
-                                            "definition.function helper", "definition.function main"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"definition.constant MAX_SIZE", "definition.variable name",
+                                      "definition.function helper", "definition.function main"}));
 }
 
 TEST(ForEachCapture, UnsupportedPredicateIsALoudError) {

@@ -14,7 +14,8 @@ namespace ghostline::syntax::testing {
 inline std::string read_sample(const std::string& file) {
   std::string path = "tests/syntax/samples/" + file;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path + " (run the tests from the project root)");
+  if (!in)
+    throw std::runtime_error("cannot open " + path + " (run the tests from the project root)");
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();

@@ -101,7 +101,9 @@ struct Stats {
 
 Stats stats(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
-  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+  auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+  };
   return {at(0.50), at(0.99), ms.back()};
 }
 
@@ -122,7 +124,8 @@ void run(const char* language_id, const std::string& text, int edits, uint32_t s
   }
   auto t0 = std::chrono::steady_clock::now();
   DocumentTree doc(*lang, text);
-  double full_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double full_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 
   std::mt19937 rng(seed);
@@ -148,9 +151,10 @@ void run(const char* language_id, const std::string& text, int edits, uint32_t s
     }
   }
   Stats r = stats(reparse_ms), e = stats(edit_ms);
-  std::printf("| %-6s | %5d | %7zu | %13.2f | %5zu | %14.3f | %6.3f | %6.3f | %15.3f | %6.3f | %6.3f |\n",
-              lang->name.c_str(), lines, text.size(), full_ms, reparse_ms.size(), r.p50, r.p99,
-              r.max, e.p50, e.p99, e.max);
+  std::printf(
+      "| %-6s | %5d | %7zu | %13.2f | %5zu | %14.3f | %6.3f | %6.3f | %15.3f | %6.3f | %6.3f |\n",
+      lang->name.c_str(), lines, text.size(), full_ms, reparse_ms.size(), r.p50, r.p99, r.max,
+      e.p50, e.p99, e.max);
 }
 
 // The syntax work of one completion request at a random cursor, in this thread's CPU time: on
@@ -175,10 +179,12 @@ void context_run(const char* language_id, const std::string& text, int requests,
     double cpu0 = thread_cpu_ms();
     auto tree = trees.snapshot("doc", 1);
     const size_t end_row = row / 16 * 16, begin_row = end_row > 64 ? end_row - 64 : 0;
-    auto names = syntax::referenced_names(*tree, text, line_starts[begin_row], line_starts[end_row]);
+    auto names =
+        syntax::referenced_names(*tree, text, line_starts[begin_row], line_starts[end_row]);
     const auto files = index.context_for("doc", names, trees, syntax::CrossFileLimits{});
     double cpu1 = thread_cpu_ms();
-    const auto context = syntax::build_context(tree.get(), text, cursor, syntax::ContextOptions{.fim = true});
+    const auto context =
+        syntax::build_context(tree.get(), text, cursor, syntax::ContextOptions{.fim = true});
     double cpu2 = thread_cpu_ms();
     (void)files, (void)context;  // timed for their work, not their result
     if (i < 0) continue;
@@ -186,8 +192,8 @@ void context_run(const char* language_id, const std::string& text, int requests,
     build_ms.push_back(cpu2 - cpu1);
   }
   Stats a = stats(attach_ms), b = stats(build_ms);
-  std::printf("| %-6s | %8d | %9.3f | %6.3f | %6.3f | %11.3f | %6.3f | %6.3f |\n", language_id, requests, a.p50, a.p99,
-              a.max, b.p50, b.p99, b.max);
+  std::printf("| %-6s | %8d | %9.3f | %6.3f | %6.3f | %11.3f | %6.3f | %6.3f |\n", language_id,
+              requests, a.p50, a.p99, a.max, b.p50, b.p99, b.max);
 }
 
 int main(int argc, char** argv) {
@@ -221,15 +227,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--edits must be at least 2 and --lines at least 10\n");
     return 2;
   }
-  std::printf("| lang   | lines |   bytes | full parse ms | edits | reparse ms p50 |    p99 |    max "
-              "| edit cpu ms p50 |    p99 |    max |\n");
-  std::printf("|--------|------:|--------:|--------------:|------:|---------------:|-------:|-------:"
-              "|----------------:|-------:|-------:|\n");
+  std::printf(
+      "| lang   | lines |   bytes | full parse ms | edits | reparse ms p50 |    p99 |    max "
+      "| edit cpu ms p50 |    p99 |    max |\n");
+  std::printf(
+      "|--------|------:|--------:|--------------:|------:|---------------:|-------:|-------:"
+      "|----------------:|-------:|-------:|\n");
   run("python", python_file(lines), edits, seed, typed, anywhere);
   run("cpp", cpp_file(lines), edits, seed, typed, anywhere);
   std::printf("\nSyntax work per completion request (CPU ms):\n\n");
-  std::printf("| lang   | requests | attach p50 |    p99 |    max | context p50 |    p99 |    max |\n");
-  std::printf("|--------|---------:|-----------:|-------:|-------:|------------:|-------:|-------:|\n");
+  std::printf(
+      "| lang   | requests | attach p50 |    p99 |    max | context p50 |    p99 |    max |\n");
+  std::printf(
+      "|--------|---------:|-----------:|-------:|-------:|------------:|-------:|-------:|\n");
   context_run("python", python_file(lines), edits / 2, seed);
   context_run("cpp", cpp_file(lines), edits / 2, seed);
   return 0;

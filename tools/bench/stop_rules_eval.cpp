@@ -25,7 +25,9 @@
 namespace {
 
 std::string rtrim(std::string s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r'))
+    s.pop_back();
   return s;
 }
 
@@ -33,7 +35,8 @@ std::string shown(const nlohmann::json& sample) {
   const std::string text = sample["text"], continuation = sample["continuation"];
   const size_t cursor = sample["cursor"];
 #ifdef GHOSTLINE_TEXT_ONLY
-  return ghostline::syntax::finish_completion(ghostline::syntax::shape_at(text, cursor), continuation);
+  return ghostline::syntax::finish_completion(ghostline::syntax::shape_at(text, cursor),
+                                              continuation);
 #else
   using namespace ghostline::syntax;
   std::shared_ptr<const TreeSnapshot> tree;
@@ -53,7 +56,9 @@ std::string shown(const nlohmann::json& sample) {
 int main(int argc, char** argv) {
   const bool show_wrong = argc == 3 && std::string(argv[2]) == "--show-wrong";
   if (argc != 2 && !show_wrong) {
-    std::fprintf(stderr, "usage: %s BLOCKS.jsonl [--show-wrong]   (from tools/train/eval_context.py --dump-blocks)\n",
+    std::fprintf(stderr,
+                 "usage: %s BLOCKS.jsonl [--show-wrong]   (from tools/train/eval_context.py "
+                 "--dump-blocks)\n",
                  argv[0]);
     return 2;
   }
@@ -70,8 +75,9 @@ int main(int argc, char** argv) {
     const std::string got = shown(sample);
     const bool ok = rtrim(got) == rtrim(sample["expected"].get<std::string>());
     if (!ok && show_wrong)
-      std::fprintf(stderr, "%s: expected %s\n  shown %s\n", sample["lang"].get<std::string>().c_str(),
-                   nlohmann::json(sample["expected"]).dump().c_str(), nlohmann::json(got).dump().c_str());
+      std::fprintf(
+          stderr, "%s: expected %s\n  shown %s\n", sample["lang"].get<std::string>().c_str(),
+          nlohmann::json(sample["expected"]).dump().c_str(), nlohmann::json(got).dump().c_str());
     auto& l = by_lang[sample["lang"].get<std::string>()];
     l.first += ok;
     ++l.second;
@@ -79,8 +85,9 @@ int main(int argc, char** argv) {
     single += got.find('\n') == std::string::npos;
     ++total;
   }
-  std::printf("{\"samples\": %d, \"cut_right\": %.3f, \"shown_as_one_line\": %.3f, \"per_language\": {", total,
-              total ? double(right) / total : 0.0, total ? double(single) / total : 0.0);
+  std::printf(
+      "{\"samples\": %d, \"cut_right\": %.3f, \"shown_as_one_line\": %.3f, \"per_language\": {",
+      total, total ? double(right) / total : 0.0, total ? double(single) / total : 0.0);
   const char* sep = "";
   for (const auto& [lang, rt] : by_lang) {
     std::printf("%s\"%s\": %.3f", sep, lang.c_str(), double(rt.first) / rt.second);

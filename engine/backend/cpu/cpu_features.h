@@ -70,8 +70,8 @@ bool isa_supported(CpuIsa isa);
 CpuIsa best_supported_isa();
 
 // The level the kernels use: the best supported one, lowered by the environment variable
-// GHOSTLINE_CPU=scalar|avx2|avxvnni|avx512|neon|neondot (read once). Asking for more than the CPU has, or for an
-// unknown name, throws std::runtime_error naming what the CPU supports.
+// GHOSTLINE_CPU=scalar|avx2|avxvnni|avx512|neon|neondot (read once). Asking for more than the CPU
+// has, or for an unknown name, throws std::runtime_error naming what the CPU supports.
 CpuIsa active_isa();
 
 // What active_isa() makes of a GHOSTLINE_CPU value (null or empty: no override).

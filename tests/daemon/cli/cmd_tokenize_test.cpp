@@ -16,8 +16,9 @@ struct Result {
 // Runs `ghostline tokenize ARGS` with `input` on stdin; stderr is folded into the output.
 Result run_tokenize(const std::string& args, const std::string& input) {
   // ctest runs test cases in parallel processes: each needs its own input file.
-  const std::string in_path = ::testing::TempDir() + "ghostline-tokenize-input-" + std::to_string(::getpid()) +
-                              "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string in_path = ::testing::TempDir() + "ghostline-tokenize-input-" +
+                              std::to_string(::getpid()) + "-" +
+                              ::testing::UnitTest::GetInstance()->current_test_info()->name();
   FILE* in = std::fopen(in_path.c_str(), "wb");
   std::fwrite(input.data(), 1, input.size(), in);
   std::fclose(in);

@@ -36,7 +36,8 @@ TEST(CompletionService, CachedKvGivesTheSameCompletionAsAFreshRun) {
   auto cached = make_completion_service(with_cache);
   auto fresh = make_completion_service(without_cache);
   lsp::CancelToken never;
-  const std::string head = "import os\n\ndef list_files(path):\n    result = []\n    for name in os.listdir(path):\n";
+  const std::string head =
+      "import os\n\ndef list_files(path):\n    result = []\n    for name in os.listdir(path):\n";
   std::string text = head + "        ";
   for (const char* typed : {"if", " name", ".ends", "with(\"", ".py\")"}) {
     text += typed;
@@ -84,7 +85,8 @@ TEST(CompletionService, CacheHitsOnAModelDeclaringA32kContext) {
                                     .n_ff = 128,
                                     .n_ctx = 32768,
                                     .type = engine::GgmlType::F32});
-  auto service = make_completion_service(EngineOptions{.model = path.string(), .threads = 1, .kv_mib = 4});
+  auto service =
+      make_completion_service(EngineOptions{.model = path.string(), .threads = 1, .kv_mib = 4});
   lsp::CancelToken never;
   std::string text = "def area(width, height):\n    return width * ";
   service->complete(request_at_end(text), never);
@@ -99,10 +101,12 @@ TEST(CompletionService, CacheHitsOnAModelDeclaringA32kContext) {
 // The shipped model has a 512-token context: a small file still fits in its prompt whole,
 // whatever room the template reserves for suffixes it does not use.
 TEST(CompletionService, ASmallFileFitsWholeInTheShippedModelsPrompt) {
-  auto service = make_completion_service(EngineOptions{.model = "models/ghostline-code.gguf", .threads = 1});
-  std::string text = "def primes(limit):\n    sieve = [True] * limit\n    for n in range(2, limit):\n"
-                     "        if sieve[n]:\n            for m in range(n * n, limit, n):\n"
-                     "                sieve[m] = False\n    return [n for n in range(2, limit) if ";
+  auto service =
+      make_completion_service(EngineOptions{.model = "models/ghostline-code.gguf", .threads = 1});
+  std::string text =
+      "def primes(limit):\n    sieve = [True] * limit\n    for n in range(2, limit):\n"
+      "        if sieve[n]:\n            for m in range(n * n, limit, n):\n"
+      "                sieve[m] = False\n    return [n for n in range(2, limit) if ";
   lsp::CancelToken never;
   auto r = service->complete(request_at_end(text), never);
   EXPECT_FALSE(stats_of(r)["truncated"].get<bool>()) << stats_of(r).dump();
@@ -141,9 +145,12 @@ TEST(CompletionService, OtherDocumentsDefinitionsReachTheCachedHeadOfThePrompt) 
                                     .n_ctx = 4096,
                                     .type = engine::GgmlType::Q8_0,
                                     .vocab_from = "../shared/data/tokenizer/qwen2.5-coder.gguf"});
-  auto service = make_completion_service(EngineOptions{.model = path.string(), .threads = 1, .kv_mib = 16});
-  const std::string util = "def load_config(path):\n    with open(path) as f:\n        return parse(f.read())\n";
-  std::string main = "from util import load_config\n\ndef main():\n    cfg = load_config('a.toml')\n";
+  auto service =
+      make_completion_service(EngineOptions{.model = path.string(), .threads = 1, .kv_mib = 16});
+  const std::string util =
+      "def load_config(path):\n    with open(path) as f:\n        return parse(f.read())\n";
+  std::string main =
+      "from util import load_config\n\ndef main():\n    cfg = load_config('a.toml')\n";
   for (int i = 0; i < 20; ++i) main += "    step_" + std::to_string(i) + "(cfg)\n";
   main += "    ";
   // The documents as a session's store tells the daemon's syntax state of them.
@@ -164,7 +171,11 @@ TEST(CompletionService, OtherDocumentsDefinitionsReachTheCachedHeadOfThePrompt) 
   auto first = ask(main, 1);
   EXPECT_EQ(stats_of(first)["otherFiles"], 1) << stats_of(first).dump();
   EXPECT_GT(stats_of(first)["otherFilesTokens"].get<int>(), 10);
-  const lsp::DocumentEdit typed{.uri = "file:///p/main.py", .version = 2, .begin = main.size(), .end = main.size(), .new_text = "r"};
+  const lsp::DocumentEdit typed{.uri = "file:///p/main.py",
+                                .version = 2,
+                                .begin = main.size(),
+                                .end = main.size(),
+                                .new_text = "r"};
   syntax.edited("s\nmain", lsp::TextDocument("file:///p/main.py", "python", 2, main + "r"),
                 std::span(&typed, 1));
   auto second = ask(main + "r", 2);
@@ -184,7 +195,8 @@ TEST(CompletionService, MissingDefaultModelIsNotReady) {
   unsetenv("GHOSTLINE_MODEL_DIR");
   EXPECT_FALSE(service->ready());
   EXPECT_NE(service->describe().find("no model"), std::string::npos);
-  EXPECT_THROW(make_completion_service(EngineOptions{.model = "/nonexistent.gguf"}), std::runtime_error);
+  EXPECT_THROW(make_completion_service(EngineOptions{.model = "/nonexistent.gguf"}),
+               std::runtime_error);
 }
 
 }  // namespace

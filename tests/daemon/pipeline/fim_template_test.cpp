@@ -42,7 +42,8 @@ std::string render(const engine::Tokenizer& tok, const std::vector<int32_t>& tok
 
 const std::string kText = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n";
 const size_t kCursor = kText.find("a + b");
-const std::vector<syntax::FileContext> kOtherFiles = {{"util/math.py", "def mul(a, b):\n    return a * b"}};
+const std::vector<syntax::FileContext> kOtherFiles = {
+    {"util/math.py", "def mul(a, b):\n    return a * b"}};
 
 TEST(FimTemplate, QwenCoderHasRepositoryLevelContext) {
   Vocab v("qwen2.5-coder.gguf");
@@ -56,7 +57,8 @@ TEST(FimTemplate, QwenCoderHasRepositoryLevelContext) {
   EXPECT_EQ(render(*v.tokenizer, p.tokens),
             "<|repo_name|>demo\n"
             "<|file_sep|>util/math.py\ndef mul(a, b):\n    return a * b\n"
-            "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>a + b\n\nprint(add(1, 2))\n<|fim_middle|>");
+            "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>a + b\n\nprint(add(1, "
+            "2))\n<|fim_middle|>");
 }
 
 TEST(FimTemplate, StarCoderHasRepositoryLevelContext) {
@@ -66,10 +68,11 @@ TEST(FimTemplate, StarCoderHasRepositoryLevelContext) {
   ASSERT_TRUE(t.repo_context);
   PromptAssembler a(*v.tokenizer, t);
   const Prompt p = a.build(kText, kCursor, PromptLimits{}, kOtherFiles, "demo");
-  EXPECT_EQ(render(*v.tokenizer, p.tokens),
-            "<repo_name>demo"
-            "<file_sep>util/math.py\ndef mul(a, b):\n    return a * b\n"
-            "<fim_prefix>def add(a, b):\n    return <fim_suffix>a + b\n\nprint(add(1, 2))\n<fim_middle>");
+  EXPECT_EQ(
+      render(*v.tokenizer, p.tokens),
+      "<repo_name>demo"
+      "<file_sep>util/math.py\ndef mul(a, b):\n    return a * b\n"
+      "<fim_prefix>def add(a, b):\n    return <fim_suffix>a + b\n\nprint(add(1, 2))\n<fim_middle>");
 }
 
 TEST(FimTemplate, DeepSeekCoderSeesTheCurrentFileOnly) {
@@ -82,7 +85,8 @@ TEST(FimTemplate, DeepSeekCoderSeesTheCurrentFileOnly) {
   EXPECT_EQ(p.other_files, 0);
   EXPECT_EQ(render(*v.tokenizer, p.tokens),
             std::string(v.tokenizer->token_text(*v.tokenizer->specials().bos)) +
-                "<｜fim▁begin｜>def add(a, b):\n    return <｜fim▁hole｜>a + b\n\nprint(add(1, 2))\n<｜fim▁end｜>");
+                "<｜fim▁begin｜>def add(a, b):\n    return <｜fim▁hole｜>a + b\n\nprint(add(1, "
+                "2))\n<｜fim▁end｜>");
 }
 
 TEST(FimTemplate, SpmPutsTheSuffixFirst) {
@@ -93,7 +97,8 @@ TEST(FimTemplate, SpmPutsTheSuffixFirst) {
   PromptAssembler a(*v.tokenizer, t);
   const Prompt p = a.build(kText, kCursor, PromptLimits{}, kOtherFiles, "demo");
   EXPECT_EQ(render(*v.tokenizer, p.tokens),
-            "<|fim_suffix|>a + b\n\nprint(add(1, 2))\n<|fim_prefix|>def add(a, b):\n    return <|fim_middle|>");
+            "<|fim_suffix|>a + b\n\nprint(add(1, 2))\n<|fim_prefix|>def add(a, b):\n    return "
+            "<|fim_middle|>");
 }
 
 TEST(FimTemplate, AVocabularyWithoutFimTokensIsPrefixOnly) {
@@ -114,7 +119,8 @@ TEST(FimTemplate, OtherFilesStayPutWhileTyping) {
   text.insert(cursor, "b");
   const Prompt second = a.build(text, cursor + 1, PromptLimits{}, kOtherFiles, "demo");
   ASSERT_GT(first.other_files_tokens, 0);
-  EXPECT_TRUE(std::equal(first.tokens.begin(), first.tokens.begin() + first.other_files_tokens, second.tokens.begin()));
+  EXPECT_TRUE(std::equal(first.tokens.begin(), first.tokens.begin() + first.other_files_tokens,
+                         second.tokens.begin()));
 }
 
 }  // namespace

@@ -10,7 +10,8 @@ namespace {
 class FixedCompleter : public lsp::Completer {
  public:
   explicit FixedCompleter(std::string text) : text_(std::move(text)) {}
-  lsp::CompletionResult complete(const lsp::CompletionRequest& r, const lsp::CancelToken&) override {
+  lsp::CompletionResult complete(const lsp::CompletionRequest& r,
+                                 const lsp::CancelToken&) override {
     ++calls;
     return {text_, r.cursor, r.cursor, {}};
   }

@@ -49,15 +49,18 @@ TEST_F(PromptAssemblerTest, HasFimTokens) {
 
 // Types a line in the middle of a large file, one character per keystroke, and returns the
 // tokens each prompt would prefill after the previous one (prompt length - common prefix).
-std::vector<size_t> type_line(PromptAssembler& a, std::string text, size_t cursor, std::string_view typed,
-                              const PromptLimits& limits, std::vector<Prompt>* prompts) {
+std::vector<size_t> type_line(PromptAssembler& a, std::string text, size_t cursor,
+                              std::string_view typed, const PromptLimits& limits,
+                              std::vector<Prompt>* prompts) {
   std::vector<size_t> changed;
   std::vector<int32_t> previous;
   for (char c : typed) {
     text.insert(cursor++, 1, c);
     Prompt p = a.build(text, cursor, limits);
     size_t common = 0;
-    while (common < previous.size() && common < p.tokens.size() && previous[common] == p.tokens[common]) ++common;
+    while (common < previous.size() && common < p.tokens.size() &&
+           previous[common] == p.tokens[common])
+      ++common;
     if (!previous.empty()) changed.push_back(p.tokens.size() - common);
     previous = p.tokens;
     prompts->push_back(std::move(p));
@@ -71,7 +74,8 @@ TEST_F(PromptAssemblerTest, SpmKeystrokesChangeOnlyTheEnd) {
   PromptAssembler a(*tokenizer_, engine::fim_tokens(*tokenizer_), FimMode::Spm);
   PromptLimits limits{1024, 128};
   std::vector<Prompt> prompts;
-  auto changed = type_line(a, text, cursor, "  auto result = compute_value(x, y);", limits, &prompts);
+  auto changed =
+      type_line(a, text, cursor, "  auto result = compute_value(x, y);", limits, &prompts);
   double mean = 0;
   for (size_t c : changed) mean += c;
   mean /= changed.size();
@@ -121,7 +125,9 @@ TEST(PromptAssemblerFarSuffix, PsmKeystrokesRecomputeOnlyTheLocalSuffix) {
     Prompt p = a.build(text, cursor, limits);
     EXPECT_EQ(p.far_suffix_tokens, before.far_suffix_tokens);
     size_t same = 0;
-    while (same < p.tokens.size() && same < before.tokens.size() && p.tokens[same] == before.tokens[same]) ++same;
+    while (same < p.tokens.size() && same < before.tokens.size() &&
+           p.tokens[same] == before.tokens[same])
+      ++same;
     // What changes: the cursor's line from the typed character on, the local suffix, <mid>.
     EXPECT_LE(p.tokens.size() - same, static_cast<size_t>(limits.max_local_suffix_tokens) + 4) << c;
     before = std::move(p);

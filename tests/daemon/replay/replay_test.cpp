@@ -11,20 +11,22 @@ namespace {
 
 const std::string kHeader =
     R"({"type":"header","format":"ghostline-session","version":1,"language":"python",)"
-    R"("uri":"file:///a.py","text":"x = \n","finalText":"x = foo(1)\n","typed":{"start":4,"bytes":6},)"
-    R"("accepts":["full","word"],"openFiles":[{"uri":"file:///b.py","languageId":"python","text":"y"}]})";
+    R"("uri":"file:///a.py","text":"x = \n","finalText":"x = foo(1)\n",)"
+    R"("typed":{"start":4,"bytes":6},"accepts":["full","word"],)"
+    R"("openFiles":[{"uri":"file:///b.py","languageId":"python","text":"y"}]})";
 
 TEST(ReplaySession, ParsesHeaderAndEvents) {
-  Session s = parse_session(kHeader + "\n" +
-                                R"({"t":10,"type":"key","key":"f","complete":"automatic","progress":1})"
-                                "\n"
-                                R"({"t":20.5,"type":"edit","changes":[{"text":"x = fo\n"}]})"
-                                "\n"
-                                R"({"t":30,"type":"complete","trigger":"invoked","position":{"line":0,"character":6}})"
-                                "\n"
-                                R"({"t":31,"type":"outcome","action":"typed-past"})"
-                                "\n",
-                            "s.jsonl");
+  Session s = parse_session(
+      kHeader + "\n" +
+          R"({"t":10,"type":"key","key":"f","complete":"automatic","progress":1})"
+          "\n"
+          R"({"t":20.5,"type":"edit","changes":[{"text":"x = fo\n"}]})"
+          "\n"
+          R"({"t":30,"type":"complete","trigger":"invoked","position":{"line":0,"character":6}})"
+          "\n"
+          R"({"t":31,"type":"outcome","action":"typed-past"})"
+          "\n",
+      "s.jsonl");
   EXPECT_EQ(s.document.uri, "file:///a.py");
   EXPECT_EQ(s.document.language_id, "python");
   ASSERT_EQ(s.open_files.size(), 1u);
@@ -55,12 +57,16 @@ TEST(ReplaySession, RejectsBrokenFilesWithTheLine) {
     return std::string("no error");
   };
   EXPECT_NE(error_of("").find("empty session"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type":"key"})").find("bad.jsonl:1: the first line must be a header"), std::string::npos);
-  EXPECT_NE(error_of(kHeader + "\n" + R"({"t":5,"type":"key","key":"a"})" + "\n" + R"({"t":4,"type":"key","key":"b"})")
+  EXPECT_NE(error_of(R"({"type":"key"})").find("bad.jsonl:1: the first line must be a header"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHeader + "\n" + R"({"t":5,"type":"key","key":"a"})" + "\n" +
+                     R"({"t":4,"type":"key","key":"b"})")
                 .find("bad.jsonl:3: time goes backwards"),
             std::string::npos);
-  EXPECT_NE(error_of(kHeader + "\n" + R"({"t":5,"type":"jump"})").find("unknown event type 'jump'"), std::string::npos);
-  EXPECT_NE(error_of(kHeader + "\nnot json").find("bad.jsonl:2: not a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(kHeader + "\n" + R"({"t":5,"type":"jump"})").find("unknown event type 'jump'"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHeader + "\nnot json").find("bad.jsonl:2: not a JSON object"),
+            std::string::npos);
   std::string outside = kHeader;
   outside.replace(outside.find(R"("bytes":6)"), 9, R"("bytes":60)");
   EXPECT_NE(error_of(outside).find("'typed' lies outside 'finalText'"), std::string::npos);
@@ -126,8 +132,10 @@ TEST(ReplayReport, SummarizesRequestsAndFlagsProblems) {
     q.stats = std::move(stats);
     r.requests.push_back(q);
   };
-  add(RequestResult::Answered, 10, {{"promptTokens", 100}, {"matchedTokens", 90}, {"prefilledTokens", 10}, {"prefillMs", 4.0}});
-  add(RequestResult::Answered, 30, {{"promptTokens", 100}, {"matchedTokens", 70}, {"prefilledTokens", 30}, {"prefillMs", 8.0}});
+  add(RequestResult::Answered, 10,
+      {{"promptTokens", 100}, {"matchedTokens", 90}, {"prefilledTokens", 10}, {"prefillMs", 4.0}});
+  add(RequestResult::Answered, 30,
+      {{"promptTokens", 100}, {"matchedTokens", 70}, {"prefilledTokens", 30}, {"prefillMs", 8.0}});
   add(RequestResult::Superseded, 1, nlohmann::json());
   add(RequestResult::Invalidated, 2, nlohmann::json());
   auto j = to_json(r);
