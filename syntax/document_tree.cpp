@@ -19,6 +19,32 @@ TSPoint advance(TSPoint from, std::string_view text) {
 
 }  // namespace
 
+TSPoint point_at(const TSTree* tree, std::string_view text, uint32_t byte) {
+  // Down the tree towards `byte`: the deepest node that starts at or before it and holds it,
+  // or the end of the last node before it, is where counting starts.
+  TSNode node = ts_tree_root_node(tree);
+  uint32_t from = 0;
+  TSPoint point{0, 0};
+  while (!ts_node_is_null(node) && ts_node_start_byte(node) <= byte) {
+    from = ts_node_start_byte(node);
+    point = ts_node_start_point(node);
+    const TSNode holder = ts_node_first_child_for_byte(node, byte);  // first child ending after
+    const TSNode before =
+        ts_node_is_null(holder)
+            ? (ts_node_child_count(node) ? ts_node_child(node, ts_node_child_count(node) - 1)
+                                         : TSNode{})
+            : ts_node_prev_sibling(holder);
+    if (!ts_node_is_null(before) && ts_node_end_byte(before) <= byte &&
+        ts_node_end_byte(before) >= from) {
+      from = ts_node_end_byte(before);
+      point = ts_node_end_point(before);
+    }
+    if (ts_node_is_null(holder) || ts_node_start_byte(holder) > byte) break;
+    node = holder;
+  }
+  return advance(point, text.substr(from, byte - from));
+}
+
 TSNode TreeSnapshot::root() const { return ts_tree_root_node(tree.get()); }
 
 DocumentTree::DocumentTree(const Language& language, std::string text)
@@ -54,7 +80,7 @@ void DocumentTree::edit(size_t begin, size_t end, std::string_view new_text) {
     throw std::length_error("document too large to parse");
   }
   std::string_view old_text(text_);
-  TSPoint start = advance({0, 0}, old_text.substr(0, begin));
+  const TSPoint start = point_at(tree_.get(), old_text, static_cast<uint32_t>(begin));
   TSInputEdit e{};
   e.start_byte = static_cast<uint32_t>(begin);
   e.old_end_byte = static_cast<uint32_t>(end);

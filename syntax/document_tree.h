@@ -22,6 +22,10 @@ struct TreeSnapshot {           // an immutable tree for one document version (e
   TSNode root() const;
 };
 
+// The point (row, byte column) of `byte` in `text`, of which `tree` is the tree: counted from the
+// nearest node before it rather than from the start of the text.
+TSPoint point_at(const TSTree* tree, std::string_view text, uint32_t byte);
+
 class DocumentTree {            // one open document; I/O thread only
  public:
   DocumentTree(const Language& language, std::string text);   // parses

@@ -20,15 +20,15 @@ std::string repo_name(std::string_view uri) {
   return std::string(slash == std::string_view::npos ? rest : rest.substr(slash + 1));
 }
 
-// Offset of the start of row `row` in text (its size when there are fewer rows).
-size_t row_start(std::string_view text, uint32_t row) {
-  size_t pos = 0;
-  for (uint32_t r = 0; r < row; ++r) {
-    const size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) return text.size();
-    pos = nl + 1;
+// Offset of the start of row `row` of `text`, where the byte at `at` is on row `at_row` (row <=
+// at_row): found going back from `at`, not counting rows from the start of the text.
+size_t row_start_before(std::string_view text, size_t at, uint32_t at_row, uint32_t row) {
+  size_t pos = at;
+  for (uint32_t r = at_row;; --r) {
+    const size_t nl = pos == 0 ? std::string_view::npos : text.rfind('\n', pos - 1);
+    if (r == row || nl == std::string_view::npos) return nl == std::string_view::npos ? 0 : nl + 1;
+    pos = nl;
   }
-  return pos;
 }
 
 }  // namespace
@@ -91,14 +91,15 @@ std::shared_ptr<const lsp::RequestContext> SyntaxState::context_for(
     a->reparse_ms = tree->last_parse_ms();
     if (cross_file_ && a->tree && tree->text().size() == request.text.size()) {
       // The names used in a stretch of rows before the cursor's, its end on a grid.
+      // Rows are found from the tree and the cursor, not counted from the start of the text.
       const std::string_view text = request.text;
-      const auto cursor_row = static_cast<uint32_t>(
-          std::count(text.begin(), text.begin() + std::min(request.cursor, text.size()), '\n'));
+      const size_t cursor = std::min(request.cursor, text.size());
+      const uint32_t cursor_row =
+          syntax::point_at(a->tree->tree.get(), text, static_cast<uint32_t>(cursor)).row;
       const uint32_t end_row = cursor_row / kNameRowsGrid * kNameRowsGrid;
       const uint32_t begin_row = end_row > kNameRows ? end_row - kNameRows : 0;
-      const size_t begin = row_start(text, begin_row);
-      const size_t end =
-          end_row == 0 ? 0 : begin + row_start(text.substr(begin), end_row - begin_row);
+      const size_t begin = row_start_before(text, cursor, cursor_row, begin_row);
+      const size_t end = end_row == 0 ? 0 : row_start_before(text, cursor, cursor_row, end_row);
       const auto names = syntax::referenced_names(*a->tree, text, begin, end);
       a->other_files = index_.context_for(key, names, trees_, syntax::CrossFileLimits{});
     }

@@ -278,6 +278,33 @@ TEST(DocumentTree, PointsCountBytesAndRowsAtLineFeeds) {
   EXPECT_EQ(positions(ts_tree_root_node(doc.tree())), positions(ts_tree_root_node(fresh.get())));
 }
 
+// point_at, which starts from the nearest node, gives the point that counting from the start of
+// the text gives, at every byte of real files (inside tokens, in whitespace, comments, at the
+// ends) and of text with leading blank lines, CRLF and no final line break.
+TEST(DocumentTree, PointAtEveryByteIsThePointCountedFromTheStart) {
+  const std::pair<const char*, std::string> cases[] = {
+      {"python", read_sample("inventory.py")},
+      {"c", read_sample("ring_buffer.c")},
+      {"tsx", read_sample("todo_list.tsx")},
+      {"python", "\n\n  # lead\r\ndef f(x):\r\n    return x  \n\n\nz = [1,\n 2]"},
+  };
+  for (const auto& [name, text] : cases) {
+    const Language* lang = language_named(name);
+    ASSERT_NE(lang, nullptr) << name;
+    DocumentTree doc(*lang, text);
+    TSPoint expected{0, 0};
+    for (uint32_t b = 0; b <= text.size(); ++b) {
+      const TSPoint p = point_at(doc.tree(), text, b);
+      ASSERT_EQ(p.row, expected.row) << name << " byte " << b;
+      ASSERT_EQ(p.column, expected.column) << name << " byte " << b;
+      if (b < text.size()) {
+        if (text[b] == '\n') expected = {expected.row + 1, 0};
+        else ++expected.column;
+      }
+    }
+  }
+}
+
 TEST(DocumentTree, EditOutsideTheTextThrows) {
   DocumentTree doc(*find_language("go"), "package main\n");
   EXPECT_THROW(doc.edit(5, 4, "x"), std::out_of_range);
