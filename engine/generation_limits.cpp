@@ -1,4 +1,4 @@
-#include "engine/stop_conditions.h"
+#include "engine/generation_limits.h"
 
 #include <algorithm>
 
@@ -6,10 +6,10 @@
 
 namespace ghostline::engine {
 
-StopConditions::StopConditions(const GenerateOptions& options, std::vector<int32_t> stop_tokens)
+GenerationLimits::GenerationLimits(const GenerateOptions& options, std::vector<int32_t> stop_tokens)
     : options_(options), stop_tokens_(std::move(stop_tokens)) {}
 
-bool StopConditions::accept(int32_t token, GenerateResult& r) const {
+bool GenerationLimits::accept(int32_t token, GenerateResult& r) const {
   if (std::find(stop_tokens_.begin(), stop_tokens_.end(), token) != stop_tokens_.end()) {
     r.reason = StopReason::StopToken;
     return false;
@@ -31,7 +31,7 @@ bool StopConditions::accept(int32_t token, GenerateResult& r) const {
   return true;
 }
 
-bool StopConditions::may_forward(GenerateResult& r) const {
+bool GenerationLimits::may_forward(GenerateResult& r) const {
   if (!answered_ && options_.answer_early_at && options_.on_answer_early &&
       Clock::now() >= *options_.answer_early_at) {
     answered_ = true;
@@ -48,7 +48,7 @@ bool StopConditions::may_forward(GenerateResult& r) const {
   return true;
 }
 
-bool StopConditions::may_extend(int seq_tokens, int n_ctx, GenerateResult& r) const {
+bool GenerationLimits::may_extend(int seq_tokens, int n_ctx, GenerateResult& r) const {
   if (!may_forward(r)) return false;
   if (seq_tokens >= n_ctx) {
     r.reason = StopReason::ContextFull;

@@ -1,6 +1,8 @@
-// The rules that end a generation. The plain loop (generator.cpp) and the speculative one
-// (speculative.cpp) both apply them through this class, so they stop at the same token for the
-// same reason.
+// What ends a generation in the engine: stop tokens, the caller's should_stop, the token limit,
+// the cancel flag, the deadline and the context length (where the completion's text ends is
+// syntax::StopRules', which reaches the engine as should_stop). The plain loop (generator.cpp)
+// and the speculative one (speculative.cpp) both apply them through this class, so they stop at
+// the same token for the same reason.
 #pragma once
 
 #include <atomic>
@@ -15,10 +17,10 @@ inline bool is_set(const std::atomic<bool>* flag) {
   return flag && flag->load(std::memory_order_relaxed);
 }
 
-class StopConditions {
+class GenerationLimits {
  public:
   // `stop_tokens`: the options' stop tokens and the model's EOS/EOT (Generator::stop_tokens).
-  StopConditions(const GenerateOptions& options, std::vector<int32_t> stop_tokens);
+  GenerationLimits(const GenerateOptions& options, std::vector<int32_t> stop_tokens);
 
   // Emits one accepted token, in this order: a stop token ends generation without being
   // emitted (StopToken); otherwise it is appended to r.tokens and given to on_token, then

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "base/clock.h"
-#include "engine/stop_conditions.h"
+#include "engine/generation_limits.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace ghostline::engine {
@@ -144,7 +144,7 @@ GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> pro
                                    const GenerateOptions& options) {
   GenerateResult r;
   if (!prefill(seq, prompt, options, r)) return r;
-  const StopConditions stop(options, stop_tokens(options));
+  const GenerationLimits stop(options, stop_tokens(options));
   Sampler sampler(options.sampling);
   const auto decode_start = Clock::now();
   r.reason = StopReason::MaxTokens;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/clock.h"
-#include "engine/stop_conditions.h"
+#include "engine/generation_limits.h"
 
 namespace ghostline::engine {
 namespace {
@@ -460,7 +460,7 @@ class SpeculativeRun {
   AdaptiveK* k_ngram_;
   Sampler sampler_;
   Sampler draft_sampler_;
-  StopConditions stop_;
+  GenerationLimits stop_;
   GenerateResult r_;
 
   std::vector<int32_t> context_;  // prompt + emitted tokens

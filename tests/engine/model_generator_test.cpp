@@ -142,7 +142,7 @@ TEST_P(GeneratorTest, CancelledForwardStopsBetweenChunks) {
   pool.release(seq);
 }
 
-TEST_P(GeneratorTest, GenerateHonoursStopConditions) {
+TEST_P(GeneratorTest, GenerateHonoursItsLimits) {
   const auto ids = prompt_ids(20);
   KvBlockPool pool = make_pool();
   Generator gen = make_generator(pool, 16);
