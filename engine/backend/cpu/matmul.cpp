@@ -13,20 +13,6 @@
 
 namespace ghostline::engine::cpu {
 
-// The block formats this file packs and reads (engine/gguf/quant.h).
-using gguf::BlockIq4Xs;
-using gguf::BlockQ4_K;
-using gguf::BlockQ5_K;
-using gguf::BlockQ6_K;
-using gguf::can_dequantize;
-using gguf::dequantize_row;
-using gguf::fp16_to_fp32;
-using gguf::iq4_xs_scale;
-using gguf::k_scale_min;
-using gguf::kIq4nlValues;
-using gguf::kQK8_0;
-using gguf::kQK_K;
-
 namespace kernels {
 
 int activation_block(GgmlType type) {

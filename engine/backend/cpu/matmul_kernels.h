@@ -8,9 +8,9 @@
 #include "engine/backend/cpu/matmul.h"
 #include "engine/gguf/quant.h"
 
-namespace ghostline::engine::cpu::kernels {
+namespace ghostline::engine::cpu {
 
-// The block formats the kernels read (engine/gguf/quant.h), by their own names.
+// The block formats the kernels and matmul.cpp read (engine/gguf/quant.h), by their own names.
 using gguf::bf16_to_fp32;
 using gguf::BlockIq4Nl;
 using gguf::BlockIq4Xs;
@@ -24,6 +24,7 @@ using gguf::BlockQ5_1;
 using gguf::BlockQ5_K;
 using gguf::BlockQ6_K;
 using gguf::BlockQ8_0;
+using gguf::can_dequantize;
 using gguf::dequantize_row;
 using gguf::fp16_to_fp32;
 using gguf::iq4_xs_scale;
@@ -32,6 +33,8 @@ using gguf::kIq4nlValues;
 using gguf::kQK8_0;
 using gguf::kQK_K;
 using gguf::q3_k_scales;
+
+namespace kernels {
 
 // Activations quantized for integer dot products, n_tokens rows of `cols` values each:
 // q[t * cols + k], one float scale per block of `block` values (32 for Q8_0/Q4_0 weights, 256
@@ -251,4 +254,5 @@ void quantize_activations_portable(const float* x, int64_t n, int block, int8_t*
 // Dequantizes values [k0, k0 + n) of a row (k0 and n multiples of the block size).
 void dequantize_range(GgmlType type, const std::byte* row, int64_t k0, int64_t n, float* out);
 
-}  // namespace ghostline::engine::cpu::kernels
+}  // namespace kernels
+}  // namespace ghostline::engine::cpu
