@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/cli/arg_parser.h"
+#include "daemon/cli/commands.h"
 #include "lsp/auth_token.h"
 #include "lsp/private_dir.h"
 #include "lsp/server.h"
@@ -43,9 +44,9 @@ std::string default_socket_path() {
 }
 
 // Starts `ghostline serve --listen ADDR ARGS...` detached from this process and its terminal
-// (adopted by init); returns the daemon's pid, or -1.
-pid_t start_daemon(const std::string& address, const std::vector<std::string>& serve_args,
-                   const std::string& log_file) {
+// (adopted by init); returns the daemon's pid, or -1. `executable` is this one, run again.
+pid_t start_daemon(const std::string& executable, const std::string& address,
+                   const std::vector<std::string>& serve_args, const std::string& log_file) {
   int pid_pipe[2];
   if (::pipe(pid_pipe) != 0) return -1;
   pid_t pid = ::fork();
@@ -68,7 +69,7 @@ pid_t start_daemon(const std::string& address, const std::vector<std::string>& s
     std::vector<char*> cargs;
     for (auto& a : argv) cargs.push_back(a.data());
     cargs.push_back(nullptr);
-    ::execv("/proc/self/exe", cargs.data());
+    ::execv(executable.c_str(), cargs.data());
     ::_exit(127);
   }
   ::close(pid_pipe[1]);
@@ -276,7 +277,14 @@ int connect_main(std::span<char* const> args) {
     }
     std::fprintf(stderr, "ghostline connect: starting a daemon on %s (log: %s)\n",
                  address_text.c_str(), log_file.c_str());
-    const pid_t daemon = start_daemon(address_text, serve_args, log_file);
+    std::string executable;
+    try {
+      executable = self_executable();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ghostline connect: %s\n", e.what());
+      return 1;
+    }
+    const pid_t daemon = start_daemon(executable, address_text, serve_args, log_file);
     if (daemon < 0) {
       std::fprintf(stderr, "ghostline connect: could not start the daemon\n");
       return 1;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "daemon/cli/arg_parser.h"
+#include "daemon/cli/commands.h"
 #include "lsp/client_connection.h"
 #include "daemon/replay/replayer.h"
 #include "daemon/replay/report.h"
@@ -136,7 +137,7 @@ int replay_main(std::span<char* const> args) {
       conn = lsp::ClientConnection::spawn({"/bin/sh", "-c", "exec " + daemon_cmd});
       daemon_description = daemon_cmd;
     } else {
-      std::vector<std::string> argv = {"/proc/self/exe", "serve"};
+      std::vector<std::string> argv = {self_executable(), "serve"};
       if (!model.empty()) argv.insert(argv.end(), {"--model", model});
       if (threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
       if (!daemon_log.empty()) argv.insert(argv.end(), {"--log-file", daemon_log});

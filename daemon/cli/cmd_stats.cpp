@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/cli/arg_parser.h"
+#include "daemon/cli/commands.h"
 #include "lsp/client_connection.h"
 
 namespace ghostline::daemon {
@@ -117,12 +118,12 @@ int stats_main(std::span<char* const> args) {
   p.option("--wait", "SECONDS", "how long to wait for the daemon's answers", &wait_s);
   if (auto exit = p.parse(args)) return *exit;
 
-  std::vector<std::string> argv = {"/proc/self/exe", "connect", "--no-start"};
-  if (!token_env.empty()) argv.insert(argv.end(), {"--auth-token-env", token_env});
-  if (!address.empty()) argv.push_back(address);
   std::unique_ptr<lsp::ClientConnection> conn;
   int code = 0;
   try {
+    std::vector<std::string> argv = {self_executable(), "connect", "--no-start"};
+    if (!token_env.empty()) argv.insert(argv.end(), {"--auth-token-env", token_env});
+    if (!address.empty()) argv.push_back(address);
     conn = lsp::ClientConnection::spawn(argv);
     const auto deadline = Clock::now() + std::chrono::seconds(wait_s);
     conn->send({{"jsonrpc", "2.0"},

@@ -1,6 +1,9 @@
 #include "daemon/cli/commands.h"
 
 #include <array>
+#include <stdexcept>
+
+#include "base/platform.h"
 
 namespace ghostline::daemon {
 
@@ -40,6 +43,15 @@ std::span<const Command> commands() {
               replay_main},
   };
   return kCommands;
+}
+
+std::string self_executable() {
+  const auto path = platform::rerun_path();
+  if (path.empty())
+    throw std::runtime_error(
+        "cannot tell where this executable is on this system, so it cannot run itself again; "
+        "start `ghostline serve` yourself and pass its address");
+  return path.string();
 }
 
 }  // namespace ghostline::daemon

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace ghostline::daemon {
@@ -17,5 +18,9 @@ struct Command {
 };
 
 std::span<const Command> commands();
+
+// This executable's path, for the commands that run it again (a daemon, a `connect`);
+// std::runtime_error where the system cannot tell.
+std::string self_executable();
 
 }  // namespace ghostline::daemon

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/platform.h"
 #include "daemon/pipeline/completion_pipeline.h"
 #include "daemon/pipeline/engine_generate.h"
 #include "daemon/pipeline/remote_completer.h"
@@ -62,8 +63,8 @@ std::string default_model_path() {
   // An installed binary (cmake --install) has its models under PREFIX/share; one run from the
   // build tree has none there and takes the source tree's.
   std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  const std::filesystem::path exe = platform::executable_path();
+  if (!exe.empty()) {
     const auto installed =
         (exe.parent_path() / GHOSTLINE_INSTALLED_MODEL_DIR / kFile).lexically_normal();
     if (std::filesystem::exists(installed, ec)) return installed.string();

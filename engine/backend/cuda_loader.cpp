@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "base/platform.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda_module.h"
 
@@ -27,9 +28,8 @@ bool nvidia_driver_present() {
 // in the build tree's subdirectories).
 std::vector<std::string> module_candidates() {
   std::vector<std::string> paths;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) paths.push_back((exe.parent_path() / "libghostline_cuda.so").string());
+  const auto exe = platform::executable_path();
+  if (!exe.empty()) paths.push_back((exe.parent_path() / "libghostline_cuda.so").string());
   paths.emplace_back(GHOSTLINE_CUDA_MODULE);
   return paths;
 }

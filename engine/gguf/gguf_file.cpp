@@ -1,9 +1,9 @@
 #include "engine/gguf/gguf_file.h"
+#include "base/platform.h"
 #include "engine/gguf/mapped_file_faults.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,23 +264,23 @@ class GgufFile::Mapping {
 
   std::string lock_resident() {
     if (!addr_) return {};
-    if (::mlock(addr_, size_) == 0) {
+    const auto refusal = platform::lock_resident(addr_, size_);
+    if (!refusal) {
       locked_ = true;
       return {};
     }
-    int err = errno;
-    std::string why = "could not lock " + human_bytes(size_) +
-                      " of model data in memory (mlock: " + std::strerror(err) + ")";
-    rlimit lim{};
-    if (::getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-      why += ", locked-memory limit is " + human_bytes(lim.rlim_cur) +
-             "; raise it with `ulimit -l unlimited` (or LimitMEMLOCK= in a systemd unit)";
+    std::string why = "could not lock " + human_bytes(size_) + " of model data in memory (" +
+                      refusal->error + ")";
+    if (refusal->limit_bytes) {
+      why += ", locked-memory limit is " + human_bytes(*refusal->limit_bytes);
+      if (!refusal->how_to_raise.empty()) why += "; raise it with " + refusal->how_to_raise;
+    }
     // Writing to every page of the private mapping makes each one an anonymous copy: the
     // pointers stay valid and, with no swap, the pages can no longer be dropped when idle.
     if (::mprotect(addr_, size_, PROT_READ | PROT_WRITE) != 0)
       return why + "; the data stays file-backed and may be paged out while idle";
     auto* bytes = static_cast<volatile unsigned char*>(addr_);
-    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t page = platform::page_size();
     for (size_t off = 0; off < size_; off += page) bytes[off] = bytes[off];
     ::mprotect(addr_, size_, PROT_READ);
     return why + "; the data was copied into anonymous memory instead (" + human_bytes(size_) +
@@ -291,15 +291,13 @@ class GgufFile::Mapping {
 
   void release(const std::byte* p, size_t n) const {
     if (n == 0) return;
-    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto page = static_cast<uintptr_t>(platform::page_size());
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
     if (end <= begin) return;
     void* start = reinterpret_cast<void*>(begin);
-    if (locked_) ::munlock(start, end - begin);
-    // On a private file mapping this drops the pages, anonymous copies included; the file
-    // backs them again, so the data reads the same.
-    ::madvise(start, end - begin, MADV_DONTNEED);
+    if (locked_) platform::unlock_resident(start, end - begin);
+    platform::release_file_pages(start, end - begin);
   }
 
  private:

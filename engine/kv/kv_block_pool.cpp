@@ -1,4 +1,5 @@
 #include "engine/kv/kv_block_pool.h"
+#include "base/platform.h"
 
 #include <sys/mman.h>
 
@@ -38,7 +39,7 @@ KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
   }
   const auto start = (reinterpret_cast<uintptr_t>(mapping_) + kHugePage - 1) & ~(kHugePage - 1);
   arena_ = reinterpret_cast<uint16_t*>(start);
-  ::madvise(arena_, arena_bytes, MADV_HUGEPAGE);  // advice: refused where THP is off
+  platform::advise_huge_pages(arena_, arena_bytes);
 }
 
 KvBlockPool::~KvBlockPool() {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/platform.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/matmul.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -301,7 +302,7 @@ class CpuBackend final : public Backend {
       m->packed = out;
       out += padded(cpu::matmul_packed_bytes(*m));
     }
-    if (file.locked()) ::mlock(packed_.data(), total);  // as the file was: best effort
+    if (file.locked()) platform::lock_resident(packed_.data(), total);  // as the file: best effort
   }
 
   // Anonymous memory for packed weights, in 2 MiB pages where the kernel allows them: decode
@@ -316,7 +317,7 @@ class CpuBackend final : public Backend {
       mapping_ = p;
       const auto start = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
       data_ = reinterpret_cast<std::byte*>(start);
-      ::madvise(data_, bytes, MADV_HUGEPAGE);  // advice: refused where THP is off
+      platform::advise_huge_pages(data_, bytes);
     }
     PackedArena(const PackedArena&) = delete;
     PackedArena& operator=(PackedArena&& o) noexcept {
