@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -11,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <vector>
+
+#include "base/peer_credentials.h"
 
 namespace ghostline::lsp {
 
@@ -215,17 +216,14 @@ std::optional<std::string> read_secret_file(const std::string& path) {
 }
 
 std::optional<uid_t> peer_uid(int socket_fd) {
-  struct ucred credentials {};
-  socklen_t length = sizeof credentials;
-  if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0)
-    return std::nullopt;
-  return credentials.uid;
+  return platform::unix_peer_uid(socket_fd);
 }
 
 std::optional<std::string> unix_peer_problem(int socket_fd, const std::string& path) {
   const auto uid = peer_uid(socket_fd);
   if (!uid)
-    return "cannot tell who listens on " + path + " (SO_PEERCRED: " + error_text(errno) + ")";
+    return "cannot tell who listens on " + path + " (" + platform::kPeerCredentialsMechanism +
+           ": " + error_text(errno) + ")";
   if (*uid == ::geteuid()) return std::nullopt;
   return "the process listening on " + path + " runs as " + describe_user(*uid) +
          ", not as this user, " + describe_user(::geteuid()) +

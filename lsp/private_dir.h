@@ -73,7 +73,8 @@ void write_secret_file(const std::string& path, const std::string& secret);
 std::optional<std::string> read_secret_file(const std::string& path);
 
 // The effective user id of the process at the other end of a connected unix socket, as the
-// kernel recorded it at connect/listen time (SO_PEERCRED); nullopt with errno set on failure.
+// kernel recorded it at connect/listen time (base/peer_credentials.h); nullopt with errno set on
+// failure.
 std::optional<uid_t> peer_uid(int socket_fd);
 
 // Why the process at the other end of a unix socket connected at `path` must not be sent a

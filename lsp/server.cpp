@@ -19,6 +19,7 @@
 #include <boost/asio.hpp>
 #include <spdlog/spdlog.h>
 
+#include "base/peer_credentials.h"
 #include "lsp/private_dir.h"
 #include "lsp/transport.h"
 
@@ -231,7 +232,8 @@ struct Server::Impl {
     if (uid && *uid == ::geteuid()) return true;
     const std::string who =
         uid ? describe_user(*uid)
-            : "an unknown user (SO_PEERCRED: " + std::string(std::strerror(errno)) + ")";
+            : "an unknown user (" + std::string(platform::kPeerCredentialsMechanism) + ": " +
+                  std::strerror(errno) + ")";
     const uid_t key = uid ? *uid : static_cast<uid_t>(-1);
     if (refused_users.insert(key).second) {
       spdlog::warn(
