@@ -165,7 +165,9 @@ int serve_main(std::span<char* const> args) {
 
   // The model is mapped, not read: if its file is truncated while the daemon runs, say so and
   // exit instead of dying of SIGBUS without a word.
-  engine::install_mapped_file_fault_handler();
+  if (!engine::install_mapped_file_fault_handler())
+    spdlog::warn("this system offers no way to catch a read of a model file truncated while "
+                 "mapped: such a read ends the daemon without a message");
   std::unique_ptr<lsp::Recorder> recorder;
   std::unique_ptr<lsp::Completer> completer;
   try {

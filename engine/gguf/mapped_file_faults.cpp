@@ -1,6 +1,5 @@
 #include "engine/gguf/mapped_file_faults.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,6 +7,8 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+
+#include "base/bus_fault.h"
 
 namespace ghostline::engine {
 namespace {
@@ -27,8 +28,9 @@ struct Slot {
 std::array<Slot, kSlots> slots;
 std::mutex slots_mutex;  // between registrations; the handler takes no lock
 
-void on_sigbus(int signal, siginfo_t* info, void*) {
-  const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
+// Inside the fault's signal handler: no locks, no allocation.
+void report_mapped_file_fault(const void* address_pointer) {
+  const auto address = reinterpret_cast<uintptr_t>(address_pointer);
   for (const Slot& s : slots) {
     const uintptr_t begin = s.begin.load(std::memory_order_acquire);
     if (begin != 0 && address >= begin && address < s.end.load(std::memory_order_relaxed)) {
@@ -37,21 +39,12 @@ void on_sigbus(int signal, siginfo_t* info, void*) {
       ::_exit(kMappedFileChangedExit);
     }
   }
-  // Not a mapped model: the default action, as if no handler had been installed.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  ::sigaction(signal, &dfl, nullptr);
-  ::raise(signal);
 }
 
 }  // namespace
 
-void install_mapped_file_fault_handler() {
-  struct sigaction sa {};
-  sa.sa_sigaction = on_sigbus;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGBUS, &sa, nullptr);
+bool install_mapped_file_fault_handler() {
+  return platform::install_bus_fault_reporter(report_mapped_file_fault);
 }
 
 MappedFileGuard::MappedFileGuard(const void* begin, size_t size,

@@ -1,7 +1,8 @@
 // A mapped file that shrinks while in use (truncated in place) makes every read of a page past
-// its new end raise SIGBUS, which ends the process without a word. Mappings register here;
-// once the handler is installed, such a fault ends the process with a message naming the file
-// and the exit code kMappedFileChangedExit. A SIGBUS anywhere else keeps its default action.
+// its new end fault (SIGBUS on Linux), which ends the process without a word. Mappings register
+// here; once the handler is installed, such a fault ends the process with a message naming the
+// file and the exit code kMappedFileChangedExit. A fault anywhere else keeps its default action.
+// The signal itself is caught by base/bus_fault.h, where the system offers a way.
 #pragma once
 
 #include <cstddef>
@@ -11,8 +12,9 @@ namespace ghostline::engine {
 
 inline constexpr int kMappedFileChangedExit = 3;
 
-// Process-wide; the daemon installs it once, before it loads a model.
-void install_mapped_file_fault_handler();
+// Process-wide; the daemon installs it once, before it loads a model. False where the system
+// offers no way to catch the fault: it then ends the process without the message.
+bool install_mapped_file_fault_handler();
 
 // While alive, a fault in [begin, begin + size) is reported as a change to `path`. The message
 // is written now: the signal handler may only copy bytes out.
