@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/clock.h"
+#include "daemon/pipeline/syntax_context.h"
 #include "daemon/remote/sse_parser.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -134,8 +135,12 @@ lsp::CompletionResult RemoteCompleter::complete(const lsp::CompletionRequest& re
   q.stats.backend = CompletionStats::Backend::Remote;
   try {
     lsp::CompletionResult result = run_pipeline(server_, q, cancel, nullptr);
-    if (q.stats.remote) count_stream(q.stats);
-    note_success();
+    // A cursor where nothing is to be completed never reaches the server: the counters and the
+    // circuit breaker hear only of requests that did (a half-open breaker waits for a real trial).
+    if (q.stats.remote) {
+      count_stream(q.stats);
+      note_success();
+    }
     return result;
   } catch (const remote::HttpError& e) {
     return after_failure(request, cancel, e.what());
