@@ -1,5 +1,6 @@
 // What the engine and the daemon ask of the operating system about the process and its memory.
-// One file per system implements it (platform_linux.cpp; platform_other.cpp does without).
+// platform_posix.cpp implements what POSIX covers alike everywhere (page size, locking); one
+// file per system the rest (platform_linux.cpp; platform_other.cpp does without).
 #pragma once
 
 #include <cstddef>

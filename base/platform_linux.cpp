@@ -1,13 +1,9 @@
-// platform.h on Linux: /proc for the executable, mlock under RLIMIT_MEMLOCK, madvise for pages.
+// platform.h on Linux (beside platform_posix.cpp): /proc for the executable, madvise for pages.
 #include "base/platform.h"
+#include "base/platform_posix.h"
 
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdint>
-#include <cstring>
 #include <system_error>
 
 namespace ghostline::platform {
@@ -22,24 +18,8 @@ std::filesystem::path rerun_path() {
   return "/proc/self/exe";
 }
 
-size_t page_size() {
-  return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-}
-
-std::optional<LockRefusal> lock_resident(const void* begin, size_t size) {
-  if (::mlock(begin, size) == 0) return std::nullopt;
-  LockRefusal refusal;
-  refusal.error = std::string("mlock: ") + std::strerror(errno);
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
-    refusal.limit_bytes = static_cast<size_t>(lim.rlim_cur);
-    refusal.how_to_raise = "`ulimit -l unlimited` (or LimitMEMLOCK= in a systemd unit)";
-  }
-  return refusal;
-}
-
-void unlock_resident(const void* begin, size_t size) {
-  ::munlock(begin, size);
+const char* memlock_limit_hint() {
+  return "`ulimit -l unlimited` (or LimitMEMLOCK= in a systemd unit)";
 }
 
 void release_file_pages(const void* begin, size_t size) {

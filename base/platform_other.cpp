@@ -1,13 +1,10 @@
-// platform.h on a system without a file of its own: POSIX calls only, and without what POSIX
-// does not offer (the executable's path, huge pages, dropping a private page's copy at once).
+// platform.h on a system without a file of its own (beside platform_posix.cpp): POSIX calls
+// only, and without what POSIX does not offer (the executable's path, huge pages, dropping a
+// private page's copy at once).
 #include "base/platform.h"
+#include "base/platform_posix.h"
 
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 namespace ghostline::platform {
 
@@ -20,24 +17,8 @@ std::filesystem::path rerun_path() {
   return executable_path();
 }
 
-size_t page_size() {
-  return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-}
-
-std::optional<LockRefusal> lock_resident(const void* begin, size_t size) {
-  if (::mlock(begin, size) == 0) return std::nullopt;
-  LockRefusal refusal;
-  refusal.error = std::string("mlock: ") + std::strerror(errno);
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
-    refusal.limit_bytes = static_cast<size_t>(lim.rlim_cur);
-    refusal.how_to_raise = "`ulimit -l`";
-  }
-  return refusal;
-}
-
-void unlock_resident(const void* begin, size_t size) {
-  ::munlock(begin, size);
+const char* memlock_limit_hint() {
+  return "`ulimit -l`";
 }
 
 // Advice only: the pages may stay resident until the system wants them.
