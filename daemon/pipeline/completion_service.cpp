@@ -8,7 +8,6 @@
 #include "daemon/pipeline/completion_pipeline.h"
 #include "daemon/pipeline/engine_generate.h"
 #include "daemon/pipeline/remote_completer.h"
-#include "daemon/pipeline/syntax_context.h"
 #include "engine/gguf/gguf_file.h"
 
 namespace ghostline::daemon {

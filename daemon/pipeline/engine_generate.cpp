@@ -226,7 +226,6 @@ engine::GenerateResult EngineGenerate::run(PipelineRequest& q, syntax::StopRules
 
 void EngineGenerate::record(PipelineRequest& q, const engine::GenerateResult& r) const {
   CompletionStats& stats = q.stats;
-  stats.prompt_tokens = r.prompt_tokens;
   stats.matched_tokens = r.reused_tokens;
   stats.prefilled_tokens = r.prefilled_tokens;
   stats.generated_tokens = static_cast<int>(r.tokens.size());

@@ -5,7 +5,6 @@
 // local model when one is loaded, or are answered empty, until a cool-down has passed.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,7 +15,6 @@
 #include "daemon/pipeline/completion_pipeline.h"
 #include "daemon/pipeline/engine_options.h"
 #include "daemon/pipeline/prompt_assembler.h"
-#include "daemon/pipeline/syntax_context.h"
 #include "daemon/remote/circuit_breaker.h"
 #include "daemon/remote/http_client.h"
 #include "lsp/completer.h"
