@@ -67,14 +67,26 @@ std::vector<uint8_t> random_row(GgmlType type, int n, std::initializer_list<int>
 struct DequantCase {
   GgmlType type;
   float (*element)(const uint8_t*, int);
+  void (*chunk)(const uint8_t*, int, float*);
   std::initializer_list<int> scale_offsets;
 };
 
-TEST(CudaMathTest, DequantizedElementsMatchTheQuantCode) {
+// Every type the kernels read in place, by element (embedding rows, GEMM tiles) and by chunk of
+// 32 values (the mat-vec kernel), against the quant code's dequantization of the same bytes.
+TEST(CudaMathTest, DequantizedElementsAndChunksMatchTheQuantCode) {
   const DequantCase cases[] = {
-      {GgmlType::Q8_0, m::dequant_q8_0, {0}},    {GgmlType::Q4_0, m::dequant_q4_0, {0}},
-      {GgmlType::Q4_K, m::dequant_q4_k, {0, 2}}, {GgmlType::Q6_K, m::dequant_q6_k, {208}},
-      {GgmlType::F16, m::dequant_f16, {}},       {GgmlType::BF16, m::dequant_bf16, {}},
+      {GgmlType::Q8_0, m::dequant_q8_0, m::chunk_q8_0, {0}},
+      {GgmlType::Q4_0, m::dequant_q4_0, m::chunk_q4_0, {0}},
+      {GgmlType::Q4_1, m::dequant_q4_1, m::chunk_q4_1, {0, 2}},
+      {GgmlType::Q5_0, m::dequant_q5_0, m::chunk_q5_0, {0}},
+      {GgmlType::Q5_1, m::dequant_q5_1, m::chunk_q5_1, {0, 2}},
+      {GgmlType::IQ4_NL, m::dequant_iq4_nl, m::chunk_iq4_nl, {0}},
+      {GgmlType::IQ4_XS, m::dequant_iq4_xs, m::chunk_iq4_xs, {0}},
+      {GgmlType::Q4_K, m::dequant_q4_k, m::chunk_q4_k, {0, 2}},
+      {GgmlType::Q5_K, m::dequant_q5_k, m::chunk_q5_k, {0, 2}},
+      {GgmlType::Q6_K, m::dequant_q6_k, m::chunk_q6_k, {208}},
+      {GgmlType::F16, m::dequant_f16, m::chunk_f16, {}},
+      {GgmlType::BF16, m::dequant_bf16, m::chunk_bf16, {}},
   };
   std::mt19937 rng(3);
   const int n = 1024;
@@ -88,11 +100,25 @@ TEST(CudaMathTest, DequantizedElementsMatchTheQuantCode) {
     for (int e = 0; e < n; ++e)
       ASSERT_FLOAT_EQ(c.element(row.data(), e), expected[size_t(e)])
           << ggml_type_name(c.type) << " element " << e;
+    for (int chunk = 0; chunk < n / m::kChunk; ++chunk) {
+      float w[m::kChunk];
+      c.chunk(row.data(), chunk, w);
+      for (int i = 0; i < m::kChunk; ++i)
+        ASSERT_FLOAT_EQ(w[i], expected[size_t(m::kChunk * chunk + i)])
+            << ggml_type_name(c.type) << " chunk " << chunk << " value " << i;
+    }
   }
   std::vector<float> f32(64);
   for (float& v : f32) v = std::uniform_real_distribution<float>(-3, 3)(rng);
   for (int e = 0; e < 64; ++e)
     EXPECT_EQ(m::dequant_f32(reinterpret_cast<const uint8_t*>(f32.data()), e), f32[size_t(e)]);
+  float w[m::kChunk];
+  m::chunk_f32(reinterpret_cast<const uint8_t*>(f32.data()), 1, w);
+  for (int i = 0; i < m::kChunk; ++i) EXPECT_EQ(w[i], f32[size_t(m::kChunk + i)]);
+}
+
+TEST(CudaMathTest, Iq4GridIsTheFormatsTable) {
+  for (int q = 0; q < 16; ++q) EXPECT_EQ(m::iq4_grid(q), gguf::kIq4nlValues[q]) << q;
 }
 
 TEST(CudaMathTest, RmsNormMatchesTheReferenceFormula) {

@@ -13,7 +13,7 @@ namespace {
 namespace m = cuda_math;
 
 constexpr int kWarp = 32;
-constexpr int kMatvecWarps = 8;  // rows per block of the mat-vec kernel
+constexpr int kMatvecWarps = 4;  // rows per block of the mat-vec kernel
 
 template <GgmlType T>
 __device__ __forceinline__ float dequant(const uint8_t* row, int e) {
@@ -22,9 +22,33 @@ __device__ __forceinline__ float dequant(const uint8_t* row, int e) {
   if constexpr (T == GgmlType::BF16) return m::dequant_bf16(row, e);
   if constexpr (T == GgmlType::Q8_0) return m::dequant_q8_0(row, e);
   if constexpr (T == GgmlType::Q4_0) return m::dequant_q4_0(row, e);
+  if constexpr (T == GgmlType::Q4_1) return m::dequant_q4_1(row, e);
+  if constexpr (T == GgmlType::Q5_0) return m::dequant_q5_0(row, e);
+  if constexpr (T == GgmlType::Q5_1) return m::dequant_q5_1(row, e);
+  if constexpr (T == GgmlType::IQ4_NL) return m::dequant_iq4_nl(row, e);
+  if constexpr (T == GgmlType::IQ4_XS) return m::dequant_iq4_xs(row, e);
   if constexpr (T == GgmlType::Q4_K) return m::dequant_q4_k(row, e);
+  if constexpr (T == GgmlType::Q5_K) return m::dequant_q5_k(row, e);
   if constexpr (T == GgmlType::Q6_K) return m::dequant_q6_k(row, e);
   return 0.0f;
+}
+
+// Values kChunk * c .. kChunk * c + 31 of a row.
+template <GgmlType T>
+__device__ __forceinline__ void dequant_chunk(const uint8_t* row, int c, float* w) {
+  if constexpr (T == GgmlType::F32) m::chunk_f32(row, c, w);
+  if constexpr (T == GgmlType::F16) m::chunk_f16(row, c, w);
+  if constexpr (T == GgmlType::BF16) m::chunk_bf16(row, c, w);
+  if constexpr (T == GgmlType::Q8_0) m::chunk_q8_0(row, c, w);
+  if constexpr (T == GgmlType::Q4_0) m::chunk_q4_0(row, c, w);
+  if constexpr (T == GgmlType::Q4_1) m::chunk_q4_1(row, c, w);
+  if constexpr (T == GgmlType::Q5_0) m::chunk_q5_0(row, c, w);
+  if constexpr (T == GgmlType::Q5_1) m::chunk_q5_1(row, c, w);
+  if constexpr (T == GgmlType::IQ4_NL) m::chunk_iq4_nl(row, c, w);
+  if constexpr (T == GgmlType::IQ4_XS) m::chunk_iq4_xs(row, c, w);
+  if constexpr (T == GgmlType::Q4_K) m::chunk_q4_k(row, c, w);
+  if constexpr (T == GgmlType::Q5_K) m::chunk_q5_k(row, c, w);
+  if constexpr (T == GgmlType::Q6_K) m::chunk_q6_k(row, c, w);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -50,11 +74,16 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-// One warp per row: lanes read consecutive values of the row (coalesced bytes of one block),
-// multiply each with every token's activation, and reduce at the end.
+// One warp per row, one chunk of 32 values per lane at a time: each lane reads its chunk's
+// block (scales once, then the packed values: many independent loads in flight), dequantizes it
+// into registers and multiplies it with every token's 32 activations (16-byte loads). A token's
+// sum is formed in the same order whatever the number of tokens: per lane over its chunks in
+// four interleaved partial sums, then over the lanes. Rows whose length is not a multiple of
+// the chunk (float types only: quantized rows are whole blocks) finish value by value.
 template <GgmlType T>
-__global__ void matvec_kernel(const uint8_t* w, size_t row_bytes, int rows, int cols,
-                              const float* x, int n_tokens, float* y) {
+__global__ void __launch_bounds__(kMatvecWarps* kWarp)
+    matvec_kernel(const uint8_t* w, size_t row_bytes, int rows, int cols, const float* x,
+                  int n_tokens, float* y) {
   const int row = blockIdx.x * kMatvecWarps + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
@@ -62,7 +91,29 @@ __global__ void matvec_kernel(const uint8_t* w, size_t row_bytes, int rows, int 
   float sum[kMaxMatvecTokens];
 #pragma unroll
   for (int t = 0; t < kMaxMatvecTokens; ++t) sum[t] = 0.0f;
-  for (int e = lane; e < cols; e += kWarp) {
+  // float4 loads need every token's activations 16-byte aligned.
+  const int chunks = cols % 4 == 0 ? cols / m::kChunk : 0;
+  for (int c = lane; c < chunks; c += kWarp) {
+    float wv[m::kChunk];
+    dequant_chunk<T>(wr, c, wv);
+#pragma unroll
+    for (int t = 0; t < kMaxMatvecTokens; ++t) {
+      if (t >= n_tokens) break;
+      const float4* xp =
+          reinterpret_cast<const float4*>(x + size_t(t) * cols + size_t(c) * m::kChunk);
+      float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < m::kChunk / 4; ++i) {
+        const float4 v = xp[i];
+        p[0] += wv[4 * i] * v.x;
+        p[1] += wv[4 * i + 1] * v.y;
+        p[2] += wv[4 * i + 2] * v.z;
+        p[3] += wv[4 * i + 3] * v.w;
+      }
+      sum[t] += (p[0] + p[1]) + (p[2] + p[3]);
+    }
+  }
+  for (int e = chunks * m::kChunk + lane; e < cols; e += kWarp) {
     const float we = dequant<T>(wr, e);
 #pragma unroll
     for (int t = 0; t < kMaxMatvecTokens; ++t)
@@ -109,8 +160,20 @@ void with_type(uint32_t type, F&& f) {
       return f.template operator()<GgmlType::Q8_0>();
     case GgmlType::Q4_0:
       return f.template operator()<GgmlType::Q4_0>();
+    case GgmlType::Q4_1:
+      return f.template operator()<GgmlType::Q4_1>();
+    case GgmlType::Q5_0:
+      return f.template operator()<GgmlType::Q5_0>();
+    case GgmlType::Q5_1:
+      return f.template operator()<GgmlType::Q5_1>();
+    case GgmlType::IQ4_NL:
+      return f.template operator()<GgmlType::IQ4_NL>();
+    case GgmlType::IQ4_XS:
+      return f.template operator()<GgmlType::IQ4_XS>();
     case GgmlType::Q4_K:
       return f.template operator()<GgmlType::Q4_K>();
+    case GgmlType::Q5_K:
+      return f.template operator()<GgmlType::Q5_K>();
     case GgmlType::Q6_K:
       return f.template operator()<GgmlType::Q6_K>();
     default:
@@ -266,7 +329,13 @@ bool kernels_read_type(uint32_t type) {
     case GgmlType::BF16:
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K:
       return true;
     default:

@@ -24,10 +24,12 @@ struct DeviceMatrix {
   size_t row_bytes = 0;
 };
 
-// Whether the kernels read `type` in place (the others are converted to F16 on upload).
+// Whether the kernels read `type` in place (the others are converted to F16 on upload): the
+// float types, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K.
 bool kernels_read_type(uint32_t type);
 
-// y[t][r] = sum_c W[r][c] x[t][c] for n_tokens <= kMaxMatvecTokens; one warp per row.
+// y[t][r] = sum_c W[r][c] x[t][c] for n_tokens <= kMaxMatvecTokens; one warp per row, 32
+// values per lane at a time. x must be 16-byte aligned.
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t s);
 
 // Rows [row0, row0 + n_rows) of w as float32, row-major, for a GEMM tile.

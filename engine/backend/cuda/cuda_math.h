@@ -20,9 +20,16 @@ namespace ghostline::engine::cuda_math {
 // Block sizes of the types the kernels read in place (see engine/gguf/quant.h for layouts).
 inline constexpr int kQ8_0Bytes = 34;   // fp16 d, 32 x int8
 inline constexpr int kQ4_0Bytes = 18;   // fp16 d, 16 bytes of nibbles
+inline constexpr int kQ4_1Bytes = 20;   // fp16 d, fp16 m, 16 bytes of nibbles
+inline constexpr int kQ5_0Bytes = 22;   // fp16 d, 4 bytes of fifth bits, 16 bytes of nibbles
+inline constexpr int kQ5_1Bytes = 24;   // fp16 d, fp16 m, 4 bytes of fifth bits, 16 of nibbles
+inline constexpr int kIq4NlBytes = 18;  // fp16 d, 16 bytes of nibbles (grid indices)
+inline constexpr int kIq4XsBytes = 136;  // fp16 d, fp16 scales_h, 4 scales_l, 128 of nibbles
 inline constexpr int kQ4_KBytes = 144;  // fp16 d, fp16 dmin, 12 scale bytes, 128 bytes of nibbles
+inline constexpr int kQ5_KBytes = 176;  // as Q4_K, with 32 bytes of fifth bits before the nibbles
 inline constexpr int kQ6_KBytes = 210;  // 128 ql, 64 qh, 16 int8 scales, fp16 d
 inline constexpr int kQK_K = 256;
+inline constexpr int kChunk = 32;  // values one lane of the mat-vec kernel dequantizes at once
 
 // Little-endian 16-bit load from any address: GGUF blocks are only byte-aligned in general.
 GHOSTLINE_HD uint16_t load_u16(const uint8_t* p) {
@@ -120,6 +127,70 @@ GHOSTLINE_HD float dequant_q4_0(const uint8_t* row, int e) {
   return static_cast<float>(q) * half_to_float(load_u16(b));
 }
 
+// Q4_1: x = q * d + m, nibbles as in Q4_0.
+GHOSTLINE_HD float dequant_q4_1(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / 32) * kQ4_1Bytes;
+  const int j = e % 32;
+  const uint8_t byte = b[4 + j % 16];
+  const int q = j < 16 ? (byte & 0x0F) : (byte >> 4);
+  return static_cast<float>(q) * half_to_float(load_u16(b)) + half_to_float(load_u16(b + 2));
+}
+
+// The fifth bit of value j of a Q5_0 / Q5_1 block (bit j of the little-endian qh), as 0 or 16.
+GHOSTLINE_HD int q5_high(const uint8_t* qh, int j) {
+  return ((qh[j / 8] >> (j % 8)) & 1) << 4;
+}
+
+// Q5_0: x = (q - 16) * d, q = the Q4_0 nibble with its fifth bit from qh.
+GHOSTLINE_HD float dequant_q5_0(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / 32) * kQ5_0Bytes;
+  const int j = e % 32;
+  const uint8_t byte = b[6 + j % 16];
+  const int q = ((j < 16 ? (byte & 0x0F) : (byte >> 4)) | q5_high(b + 2, j)) - 16;
+  return static_cast<float>(q) * half_to_float(load_u16(b));
+}
+
+// Q5_1: x = q * d + m with the 5-bit q of Q5_0.
+GHOSTLINE_HD float dequant_q5_1(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / 32) * kQ5_1Bytes;
+  const int j = e % 32;
+  const uint8_t byte = b[8 + j % 16];
+  const int q = (j < 16 ? (byte & 0x0F) : (byte >> 4)) | q5_high(b + 4, j);
+  return static_cast<float>(q) * half_to_float(load_u16(b)) + half_to_float(load_u16(b + 2));
+}
+
+// Value q (0..15) of the IQ4_NL / IQ4_XS grid {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13,
+// 25, 38, 53, 69, 89, 113}, as bytes of two constants: no table in memory on the device.
+GHOSTLINE_HD int iq4_grid(int q) {
+  const uint64_t low = 0xF6EADDCFBFAD9881ull, high = 0x7159453526190D01ull;
+  return static_cast<int8_t>(static_cast<uint8_t>((q < 8 ? low : high) >> (8 * (q & 7))));
+}
+
+// IQ4_NL: x = d * grid[q], nibbles as in Q4_0.
+GHOSTLINE_HD float dequant_iq4_nl(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / 32) * kIq4NlBytes;
+  const int j = e % 32;
+  const uint8_t byte = b[2 + j % 16];
+  return half_to_float(load_u16(b)) *
+         static_cast<float>(iq4_grid(j < 16 ? (byte & 0x0F) : (byte >> 4)));
+}
+
+// The signed 6-bit scale (ls - 32) of sub-block s (0..7) of an IQ4_XS super-block.
+GHOSTLINE_HD int iq4_xs_scale(const uint8_t* b, int s) {
+  const int low = (b[4 + s / 2] >> (4 * (s % 2))) & 0xF;
+  const int high = (load_u16(b + 2) >> (2 * s)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+// IQ4_XS: x = (d * ls) * grid[q]; each 16 bytes of qs hold one 32-value sub-block as in Q4_0.
+GHOSTLINE_HD float dequant_iq4_xs(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / kQK_K) * kIq4XsBytes;
+  const int j = e % kQK_K, s = j / 32, l = j % 32;
+  const uint8_t byte = b[8 + 16 * s + l % 16];
+  const float dl = half_to_float(load_u16(b)) * static_cast<float>(iq4_xs_scale(b, s));
+  return dl * static_cast<float>(iq4_grid(l < 16 ? (byte & 0x0F) : (byte >> 4)));
+}
+
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K super-block (12 packed bytes).
 GHOSTLINE_HD void k_scale_min(int j, const uint8_t* q, int& scale, int& min) {
   if (j < 4) {
@@ -145,6 +216,19 @@ GHOSTLINE_HD float dequant_q4_k(const uint8_t* row, int e) {
   return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
 }
 
+// Q5_K: as Q4_K, with the fifth bit of value l of sub-block j at bit j of qh[l].
+GHOSTLINE_HD float dequant_q5_k(const uint8_t* row, int e) {
+  const uint8_t* b = row + (e / kQK_K) * kQ5_KBytes;
+  const int j = e % kQK_K;
+  const int sub = j / 32, l = j % 32;
+  int sc, m;
+  k_scale_min(sub, b + 4, sc, m);
+  const uint8_t byte = b[48 + 32 * (sub / 2) + l];
+  const int q = ((sub % 2) ? (byte >> 4) : (byte & 0xF)) + (((b[16 + l] >> sub) & 1) << 4);
+  const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
+  return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
+}
+
 // Q6_K: x = d * sc * (q - 32), q = 4 low bits from ql and 2 high bits from qh. Each half of 128
 // values uses 64 bytes of ql, 32 of qh and 8 scales; its quarters take the nibbles and bit
 // pairs in turn.
@@ -161,6 +245,137 @@ GHOSTLINE_HD float dequant_q6_k(const uint8_t* row, int e) {
   const int q = (low | (high << 4)) - 32;
   const float d = half_to_float(load_u16(b + 208));
   return d * static_cast<float>(sc[l / 16 + 2 * quarter]) * static_cast<float>(q);
+}
+
+// Chunk c of a row (values kChunk * c .. kChunk * c + 31) into w, in order: what one lane of the
+// mat-vec kernel dequantizes at a time. Every type's blocks hold whole chunks, so each function
+// reads its block's scales once; the values equal the element functions above bit for bit.
+GHOSTLINE_HD void chunk_f32(const uint8_t* row, int c, float* w) {
+  for (int i = 0; i < kChunk; ++i) w[i] = dequant_f32(row, kChunk * c + i);
+}
+GHOSTLINE_HD void chunk_f16(const uint8_t* row, int c, float* w) {
+  for (int i = 0; i < kChunk; ++i) w[i] = dequant_f16(row, kChunk * c + i);
+}
+GHOSTLINE_HD void chunk_bf16(const uint8_t* row, int c, float* w) {
+  for (int i = 0; i < kChunk; ++i) w[i] = dequant_bf16(row, kChunk * c + i);
+}
+
+GHOSTLINE_HD void chunk_q8_0(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + c * kQ8_0Bytes;
+  const float d = half_to_float(load_u16(b));
+  for (int i = 0; i < kChunk; ++i) w[i] = static_cast<float>(static_cast<int8_t>(b[2 + i])) * d;
+}
+
+GHOSTLINE_HD void chunk_q4_0(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + c * kQ4_0Bytes;
+  const float d = half_to_float(load_u16(b));
+  for (int i = 0; i < 16; ++i) {
+    w[i] = static_cast<float>((b[2 + i] & 0x0F) - 8) * d;
+    w[i + 16] = static_cast<float>((b[2 + i] >> 4) - 8) * d;
+  }
+}
+
+GHOSTLINE_HD void chunk_q4_1(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + c * kQ4_1Bytes;
+  const float d = half_to_float(load_u16(b)), m = half_to_float(load_u16(b + 2));
+  for (int i = 0; i < 16; ++i) {
+    w[i] = static_cast<float>(b[4 + i] & 0x0F) * d + m;
+    w[i + 16] = static_cast<float>(b[4 + i] >> 4) * d + m;
+  }
+}
+
+// The 32 fifth bits of a Q5_0 / Q5_1 block as one little-endian word.
+GHOSTLINE_HD uint32_t q5_high_bits(const uint8_t* qh) {
+  return static_cast<uint32_t>(load_u16(qh)) | (static_cast<uint32_t>(load_u16(qh + 2)) << 16);
+}
+
+GHOSTLINE_HD void chunk_q5_0(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + c * kQ5_0Bytes;
+  const float d = half_to_float(load_u16(b));
+  const uint32_t qh = q5_high_bits(b + 2);
+  for (int i = 0; i < 16; ++i) {
+    const int q0 = ((b[6 + i] & 0x0F) | (((qh >> i) & 1) << 4)) - 16;
+    const int q1 = ((b[6 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4)) - 16;
+    w[i] = static_cast<float>(q0) * d;
+    w[i + 16] = static_cast<float>(q1) * d;
+  }
+}
+
+GHOSTLINE_HD void chunk_q5_1(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + c * kQ5_1Bytes;
+  const float d = half_to_float(load_u16(b)), m = half_to_float(load_u16(b + 2));
+  const uint32_t qh = q5_high_bits(b + 4);
+  for (int i = 0; i < 16; ++i) {
+    const int q0 = (b[8 + i] & 0x0F) | (((qh >> i) & 1) << 4);
+    const int q1 = (b[8 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4);
+    w[i] = static_cast<float>(q0) * d + m;
+    w[i + 16] = static_cast<float>(q1) * d + m;
+  }
+}
+
+GHOSTLINE_HD void chunk_iq4_nl(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + c * kIq4NlBytes;
+  const float d = half_to_float(load_u16(b));
+  for (int i = 0; i < 16; ++i) {
+    w[i] = d * static_cast<float>(iq4_grid(b[2 + i] & 0x0F));
+    w[i + 16] = d * static_cast<float>(iq4_grid(b[2 + i] >> 4));
+  }
+}
+
+GHOSTLINE_HD void chunk_iq4_xs(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + (c / 8) * kIq4XsBytes;
+  const int s = c % 8;
+  const float dl = half_to_float(load_u16(b)) * static_cast<float>(iq4_xs_scale(b, s));
+  const uint8_t* qs = b + 8 + 16 * s;
+  for (int i = 0; i < 16; ++i) {
+    w[i] = dl * static_cast<float>(iq4_grid(qs[i] & 0x0F));
+    w[i + 16] = dl * static_cast<float>(iq4_grid(qs[i] >> 4));
+  }
+}
+
+// Q4_K and Q5_K: chunk c is sub-block c % 8 of super-block c / 8.
+GHOSTLINE_HD void chunk_q4_k(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + (c / 8) * kQ4_KBytes;
+  const int sub = c % 8;
+  int sc, m;
+  k_scale_min(sub, b + 4, sc, m);
+  const float ds = half_to_float(load_u16(b)) * static_cast<float>(sc);
+  const float dm = half_to_float(load_u16(b + 2)) * static_cast<float>(m);
+  const uint8_t* qs = b + 16 + 32 * (sub / 2);
+  const int shift = 4 * (sub % 2);
+  for (int i = 0; i < kChunk; ++i) w[i] = ds * static_cast<float>((qs[i] >> shift) & 0xF) - dm;
+}
+
+GHOSTLINE_HD void chunk_q5_k(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + (c / 8) * kQ5_KBytes;
+  const int sub = c % 8;
+  int sc, m;
+  k_scale_min(sub, b + 4, sc, m);
+  const float ds = half_to_float(load_u16(b)) * static_cast<float>(sc);
+  const float dm = half_to_float(load_u16(b + 2)) * static_cast<float>(m);
+  const uint8_t* qh = b + 16;
+  const uint8_t* qs = b + 48 + 32 * (sub / 2);
+  const int shift = 4 * (sub % 2);
+  for (int i = 0; i < kChunk; ++i) {
+    const int q = ((qs[i] >> shift) & 0xF) | (((qh[i] >> sub) & 1) << 4);
+    w[i] = ds * static_cast<float>(q) - dm;
+  }
+}
+
+// Q6_K: chunk c is quarter c % 4 of half (c % 8) / 4 of super-block c / 8.
+GHOSTLINE_HD void chunk_q6_k(const uint8_t* row, int c, float* w) {
+  const uint8_t* b = row + (c / 8) * kQ6_KBytes;
+  const int half = (c % 8) / 4, quarter = c % 4;
+  const uint8_t* ql = b + 64 * half + 32 * (quarter & 1);
+  const uint8_t* qh = b + 128 + 32 * half;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + 8 * half + 2 * quarter;
+  const float d = half_to_float(load_u16(b + 208));
+  const float d0 = d * static_cast<float>(sc[0]), d1 = d * static_cast<float>(sc[1]);
+  const int low_shift = quarter < 2 ? 0 : 4, high_shift = 2 * quarter;
+  for (int i = 0; i < kChunk; ++i) {
+    const int q = (((ql[i] >> low_shift) & 0xF) | (((qh[i] >> high_shift) & 3) << 4)) - 32;
+    w[i] = (i < 16 ? d0 : d1) * static_cast<float>(q);
+  }
 }
 
 // 1 / RMS(x) as RMSNorm scales a row: 1 / sqrt(mean(x^2) + eps), from the sum of squares.
