@@ -8,16 +8,26 @@
 // batch wrote are copied back, and a batch that starts inside a block first uploads that block
 // from the host. The pool copies a shared partial block on the host (copy-on-extend) without
 // telling the backend, so the host copy is the one that is always right.
+//
+// A step of up to kMaxMatvecTokens tokens (decode, verification) runs as a CUDA graph captured
+// the first time its shape (tokens, logits rows) is seen: one launch instead of ~18 per layer.
+// The kernels read the first position from device memory, so the graph replays at any position;
+// it is captured again only when a buffer it names is reallocated. GHOSTLINE_CUDA_GRAPHS=0 runs
+// every kernel by itself (to measure what the graphs save). Each forward synchronizes once.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -117,6 +127,17 @@ class CudaContext {
   cublasHandle_t cublas_ = nullptr;
 };
 
+// An instantiated graph, destroyed with it.
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t g) const { cudaGraphExecDestroy(g); }
+};
+using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
+
+bool graphs_enabled() {
+  const char* v = std::getenv("GHOSTLINE_CUDA_GRAPHS");
+  return !(v && std::string_view(v) == "0");
+}
+
 struct LayerMatrices {
   DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
@@ -126,7 +147,7 @@ struct LayerMatrices {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Model& model, KvBlockPool& pool, const BackendOptions& options)
-      : model_(model), pool_(pool) {
+      : model_(model), pool_(pool), use_graphs_(graphs_enabled()) {
     const ModelConfig& c = model.config();
     check_supported(c);
     context_ = std::make_unique<CudaContext>();
@@ -165,24 +186,43 @@ class CudaBackend final : public Backend {
       throw std::invalid_argument("CUDA backend: block table shorter than the batch");
     reserve(n);
     if (n_blocks > max_blocks_) reserve_blocks(n_blocks);
+    const int m = batch.n_logits;
+    reserve_logits(m);
+    const bool graph = use_graphs_ && n <= cuda::kMaxMatvecTokens;
+    // A graph runs the step whole: a cancel is seen before it starts.
+    if (graph && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
 
-    // The few bytes that cross: token ids and the block table, through pinned memory.
-    std::memcpy(h_tokens_.as<int32_t>(), batch.tokens.data(), size_t(n) * sizeof(int32_t));
+    // The few bytes that cross, through pinned memory: the first position and the token ids in
+    // one copy, and the block table.
+    int32_t* io = h_io_.as<int32_t>();
+    io[0] = batch.start_pos;
+    std::memcpy(io + 1, batch.tokens.data(), size_t(n) * sizeof(int32_t));
     std::memcpy(h_blocks_.as<int32_t>(), batch.blocks.data(), size_t(n_blocks) * sizeof(int32_t));
-    check(cudaMemcpyAsync(d_tokens_.as<int32_t>(), h_tokens_.as<int32_t>(),
-                          size_t(n) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
-          "upload tokens");
+    check(cudaMemcpyAsync(d_io_.as<int32_t>(), io, size_t(n + 1) * sizeof(int32_t),
+                          cudaMemcpyHostToDevice, stream_),
+          "upload position and tokens");
     check(cudaMemcpyAsync(d_blocks_.as<int32_t>(), h_blocks_.as<int32_t>(),
                           size_t(n_blocks) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
           "upload block table");
     if (batch.start_pos % kB != 0) upload_block(batch.blocks[size_t(batch.start_pos / kB)]);
 
-    if (!run_layers(batch, n)) {
-      check(cudaStreamSynchronize(stream_), "forward");
-      return false;
+    if (graph) {
+      launch_step_graph(n, m);
+    } else {
+      if (!run_layers(batch.cancel, n)) {
+        check(cudaStreamSynchronize(stream_), "forward");
+        return false;
+      }
+      compute_logits(n, m);
     }
-    output_logits(batch, n, logits);
+    const size_t logit_bytes = size_t(m) * c.n_vocab * sizeof(float);
+    if (m > 0)
+      check(cudaMemcpyAsync(h_logits_.as<void>(), logits_.as<void>(), logit_bytes,
+                            cudaMemcpyDeviceToHost, stream_),
+            "download logits");
     copy_back_kv(batch, n);
+    check(cudaStreamSynchronize(stream_), "forward");
+    if (m > 0) std::memcpy(logits.data(), h_logits_.as<float>(), logit_bytes);
     return true;
   }
 
@@ -284,10 +324,11 @@ class CudaBackend final : public Backend {
     gate_ = DeviceBuffer(N * c.n_ff * 4);
     up_ = DeviceBuffer(N * c.n_ff * 4);
     proj_ = DeviceBuffer(N * c.n_embd * 4);
-    d_tokens_ = DeviceBuffer(N * 4);
-    h_tokens_ = PinnedBuffer(N * 4);
+    d_io_ = DeviceBuffer((N + 1) * 4);
+    h_io_ = PinnedBuffer((N + 1) * 4);
     if (n > cuda::kMaxMatvecTokens && !tile_.bytes()) tile_ = DeviceBuffer(kTileElems * 4);
     max_tokens_ = n;
+    graphs_.clear();  // they name the buffers replaced above
     if (max_blocks_ == 0) reserve_blocks(std::max(1, model_.n_ctx() / kB + 1));
   }
 
@@ -299,12 +340,14 @@ class CudaBackend final : public Backend {
     logits_ = DeviceBuffer(bytes);
     h_logits_ = PinnedBuffer(bytes);
     max_logits_ = m;
+    graphs_.clear();
   }
 
   void reserve_blocks(int n_blocks) {
     d_blocks_ = DeviceBuffer(size_t(n_blocks) * 4);
     h_blocks_ = PinnedBuffer(size_t(n_blocks) * 4);
     max_blocks_ = n_blocks;
+    graphs_.clear();
   }
 
   cuda::KvLayout kv_layout() const {
@@ -333,7 +376,32 @@ class CudaBackend final : public Backend {
     }
   }
 
-  bool run_layers(const ForwardBatch& batch, int n) {
+  // The step of n tokens with logits for the last m as one graph, captured on first use.
+  void launch_step_graph(int n, int m) {
+    GraphExec& exec = graphs_[{n, m}];
+    if (!exec) {
+      check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture");
+      cudaGraph_t graph = nullptr;
+      try {
+        run_layers(nullptr, n);
+        compute_logits(n, m);
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      check(cudaStreamEndCapture(stream_, &graph), "end capture");
+      cudaGraphExec_t instance = nullptr;
+      const cudaError_t e = cudaGraphInstantiate(&instance, graph, 0);
+      cudaGraphDestroy(graph);
+      check(e, "instantiate graph");
+      exec.reset(instance);
+    }
+    check(cudaGraphLaunch(exec.get(), stream_), "launch graph");
+  }
+
+  // Queues the layers of a batch of n tokens; false when `cancel` was seen between layers.
+  bool run_layers(const std::atomic<bool>* cancel, int n) {
     const ModelConfig& c = model_.config();
     const int E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim();
     const cuda::KvLayout kv = kv_layout();
@@ -347,10 +415,12 @@ class CudaBackend final : public Backend {
           *v = v_.as<float>(), *att = att_.as<float>(), *gate = gate_.as<float>(),
           *up = up_.as<float>(), *proj = proj_.as<float>();
     const int32_t* blocks = d_blocks_.as<int32_t>();
+    const int32_t* start_pos = d_io_.as<int32_t>();
+    const int32_t* tokens = start_pos + 1;
 
-    cuda::embed(embd_, d_tokens_.as<int32_t>(), n, x, stream_);
+    cuda::embed(embd_, tokens, n, x, stream_);
     for (int l = 0; l < c.n_layer; ++l) {
-      if (l > 0 && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
+      if (l > 0 && cancel && cancel->load(std::memory_order_relaxed)) return false;
       const LayerMatrices& lw = layers_[size_t(l)];
       cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
       matmul(lw.wq, xb, n, q);
@@ -359,9 +429,9 @@ class CudaBackend final : public Backend {
       if (lw.bq) cuda::add_bias(q, lw.bq, n, Q, stream_);
       if (lw.bk) cuda::add_bias(k, lw.bk, n, KV, stream_);
       if (lw.bv) cuda::add_bias(v, lw.bv, n, KV, stream_);
-      cuda::rope(q, k, n, batch.start_pos, rope, stream_);
-      cuda::store_kv(kv, l, blocks, batch.start_pos, n, k, v, stream_);
-      cuda::attention(kv, l, blocks, batch.start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim, att,
+      cuda::rope(q, k, n, start_pos, rope, stream_);
+      cuda::store_kv(kv, l, blocks, start_pos, n, k, v, stream_);
+      cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim, att,
                       stream_);
       matmul(lw.wo, att, n, proj);
       cuda::add_in_place(x, proj, size_t(n) * E, stream_);
@@ -377,23 +447,13 @@ class CudaBackend final : public Backend {
     return true;
   }
 
-  // Final norm and output projection of the last n_logits tokens, copied to `logits`.
-  void output_logits(const ForwardBatch& batch, int n, std::span<float> logits) {
+  // Queues the final norm and output projection of the last m of n tokens into logits_.
+  void compute_logits(int n, int m) {
+    if (m == 0) return;
     const ModelConfig& c = model_.config();
-    const int m = batch.n_logits;
-    if (m > 0) {
-      reserve_logits(m);
-      const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
-      cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
-      matmul(output_, xb_.as<float>(), m, logits_.as<float>());
-      const size_t bytes = size_t(m) * c.n_vocab * sizeof(float);
-      check(cudaMemcpyAsync(h_logits_.as<void>(), logits_.as<void>(), bytes, cudaMemcpyDeviceToHost,
-                            stream_),
-            "download logits");
-    }
-    check(cudaStreamSynchronize(stream_), "forward");
-    if (m > 0)
-      std::memcpy(logits.data(), h_logits_.as<float>(), size_t(m) * c.n_vocab * sizeof(float));
+    const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
+    cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
+    matmul(output_, xb_.as<float>(), m, logits_.as<float>());
   }
 
   // Whole blocks share the host layout, so one copy per block moves all its layers.
@@ -411,7 +471,6 @@ class CudaBackend final : public Backend {
                             pool_.block_bytes(), cudaMemcpyDeviceToHost, stream_),
             "copy KV block back");
     }
-    check(cudaStreamSynchronize(stream_), "copy KV back");
   }
 
   const Model& model_;
@@ -429,8 +488,13 @@ class CudaBackend final : public Backend {
 
   DeviceBuffer kv_;
   int max_tokens_ = 0, max_blocks_ = 0, max_logits_ = 0;
-  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, tile_, d_tokens_, d_blocks_;
-  PinnedBuffer h_tokens_, h_blocks_, h_logits_;
+  // d_io_: the batch's first position, then its token ids.
+  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, tile_, d_io_, d_blocks_;
+  PinnedBuffer h_io_, h_blocks_, h_logits_;
+
+  const bool use_graphs_;
+  // Step graphs by (tokens, logits rows); after the buffers they name, so destroyed first.
+  std::map<std::pair<int, int>, GraphExec> graphs_;
 };
 
 // Named differently from the engine's cuda_status / make_cuda_backend (the loader's), which the

@@ -211,8 +211,8 @@ __global__ void swiglu_kernel(float* gate, const float* up, size_t n) {
 }
 
 // One block per token; threads walk the (head, pair) list of q's heads, then k's.
-__global__ void rope_kernel(float* q, float* k, int start_pos, RopeParams p) {
-  const int t = blockIdx.x, pos = start_pos + t, half = p.head_dim / 2;
+__global__ void rope_kernel(float* q, float* k, const int32_t* start_pos, RopeParams p) {
+  const int t = blockIdx.x, pos = *start_pos + t, half = p.head_dim / 2;
   const int q_pairs = p.n_head * half, total = (p.n_head + p.n_head_kv) * half;
   for (int j = threadIdx.x; j < total; j += blockDim.x) {
     const bool is_q = j < q_pairs;
@@ -232,10 +232,10 @@ __device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, const int32_
          size_t(pos % 16) * kv.kv_dim;
 }
 
-__global__ void store_kv_kernel(KvLayout kv, int layer, const int32_t* blocks, int start_pos,
-                                const float* k, const float* v) {
+__global__ void store_kv_kernel(KvLayout kv, int layer, const int32_t* blocks,
+                                const int32_t* start_pos, const float* k, const float* v) {
   const int t = blockIdx.x;
-  uint16_t* keys = kv.base + kv_row_offset(kv, blocks, layer, start_pos + t);
+  uint16_t* keys = kv.base + kv_row_offset(kv, blocks, layer, *start_pos + t);
   uint16_t* values = keys + size_t(16) * kv.kv_dim;
   for (int i = threadIdx.x; i < kv.kv_dim; i += blockDim.x) {
     keys[i] = __half_as_ushort(__float2half_rn(k[size_t(t) * kv.kv_dim + i]));
@@ -249,10 +249,10 @@ constexpr int kDimsPerLane = kMaxHeadDim / kWarp;
 // One block per (query head, token). Each warp takes every kAttentionWarps-th key: the lanes
 // split the head's dimensions, reduce the dot product, and keep a streaming softmax with the
 // weighted sum of values; the warps' partial results are merged at the end.
-__global__ void attention_kernel(KvLayout kv, int layer, const int32_t* blocks, int start_pos,
-                                 const float* q, int n_head, int n_head_kv, int head_dim,
-                                 float* out) {
-  const int h = blockIdx.x, t = blockIdx.y, pos = start_pos + t;
+__global__ void attention_kernel(KvLayout kv, int layer, const int32_t* blocks,
+                                 const int32_t* start_pos, const float* q, int n_head,
+                                 int n_head_kv, int head_dim, float* out) {
+  const int h = blockIdx.x, t = blockIdx.y, pos = *start_pos + t;
   const int kvh = h / (n_head / n_head_kv);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const float* qh = q + (size_t(t) * n_head + h) * head_dim;
@@ -383,17 +383,18 @@ void swiglu(float* gate, const float* up, size_t n, cudaStream_t s) {
   swiglu_kernel<<<grid_for(n, 256), 256, 0, s>>>(gate, up, n);
 }
 
-void rope(float* q, float* k, int n_tokens, int start_pos, const RopeParams& p, cudaStream_t s) {
+void rope(float* q, float* k, int n_tokens, const int32_t* start_pos, const RopeParams& p,
+          cudaStream_t s) {
   rope_kernel<<<n_tokens, 128, 0, s>>>(q, k, start_pos, p);
 }
 
-void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
-              const float* k, const float* v, cudaStream_t s) {
+void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
+              int n_tokens, const float* k, const float* v, cudaStream_t s) {
   store_kv_kernel<<<n_tokens, 128, 0, s>>>(kv, layer, blocks, start_pos, k, v);
 }
 
-void attention(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
-               const float* q, int n_head, int n_head_kv, int head_dim, float* out,
+void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
+               int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim, float* out,
                cudaStream_t s) {
   attention_kernel<<<dim3(n_head, n_tokens), kAttentionWarps * kWarp, 0, s>>>(
       kv, layer, blocks, start_pos, q, n_head, n_head_kv, head_dim, out);

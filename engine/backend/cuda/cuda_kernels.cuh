@@ -50,8 +50,12 @@ struct RopeParams {
   float theta_base, freq_scale;
   bool neox;
 };
-// Rotates q (n_tokens x n_head heads) and k (n_tokens x n_head_kv heads) at start_pos + t.
-void rope(float* q, float* k, int n_tokens, int start_pos, const RopeParams& p, cudaStream_t s);
+// The kernels below read the batch's first position from device memory (`start_pos`), so that a
+// captured graph of a step replays at any position.
+
+// Rotates q (n_tokens x n_head heads) and k (n_tokens x n_head_kv heads) at *start_pos + t.
+void rope(float* q, float* k, int n_tokens, const int32_t* start_pos, const RopeParams& p,
+          cudaStream_t s);
 
 // Paged KV in device memory, laid out as the host KvBlockPool: block-major, then layer, keys
 // then values, kBlockTokens rows of kv_dim F16 values each.
@@ -61,12 +65,13 @@ struct KvLayout {
   size_t block_elems = 0;  // n_layer * 2 * kBlockTokens * kv_dim
 };
 
-// Stores k/v of n_tokens at positions start_pos.. of `layer` through the block table.
-void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
-              const float* k, const float* v, cudaStream_t s);
+// Stores k/v of n_tokens at positions *start_pos.. of `layer` through the block table.
+void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
+              int n_tokens, const float* k, const float* v, cudaStream_t s);
 
-// Causal grouped-query attention of each token's query heads over positions [0, start_pos + t].
-void attention(const KvLayout& kv, int layer, const int32_t* blocks, int start_pos, int n_tokens,
-               const float* q, int n_head, int n_head_kv, int head_dim, float* out, cudaStream_t s);
+// Causal grouped-query attention of each token's query heads over positions [0, *start_pos + t].
+void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
+               int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim, float* out,
+               cudaStream_t s);
 
 }  // namespace ghostline::engine::cuda
