@@ -155,6 +155,7 @@ class CudaBackend final : public Backend {
     cublas_ = context_->cublas();
     upload_weights();
     kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());
+    attn_scratch_ = DeviceBuffer(cuda::attention_scratch_floats(c.n_head, c.head_dim) * 4);
     check(cudaMemsetAsync(kv_.as<void>(), 0, kv_.bytes(), stream_), "cudaMemset");
     reserve(std::max(1, options.max_batch_tokens));
     check(cudaStreamSynchronize(stream_), "upload");
@@ -431,8 +432,8 @@ class CudaBackend final : public Backend {
       if (lw.bv) cuda::add_bias(v, lw.bv, n, KV, stream_);
       cuda::rope(q, k, n, start_pos, rope, stream_);
       cuda::store_kv(kv, l, blocks, start_pos, n, k, v, stream_);
-      cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim, att,
-                      stream_);
+      cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim,
+                      attn_scratch_.as<float>(), att, stream_);
       matmul(lw.wo, att, n, proj);
       cuda::add_in_place(x, proj, size_t(n) * E, stream_);
 
@@ -486,7 +487,7 @@ class CudaBackend final : public Backend {
   const float* output_norm_ = nullptr;
   std::vector<LayerMatrices> layers_;
 
-  DeviceBuffer kv_;
+  DeviceBuffer kv_, attn_scratch_;
   int max_tokens_ = 0, max_blocks_ = 0, max_logits_ = 0;
   // d_io_: the batch's first position, then its token ids.
   DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, tile_, d_io_, d_blocks_;

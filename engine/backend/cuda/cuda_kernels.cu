@@ -315,6 +315,143 @@ __global__ void attention_kernel(KvLayout kv, int layer, const int32_t* blocks,
   }
 }
 
+// Decode and verification attention, split over the context (flash-decoding). The context of a
+// token is cut into splits of kSplitKeys positions; split s goes to worker s % kAttnWorkers, one
+// block per (KV head, token, worker), which serves every query head that shares the KV head:
+// each split's keys and values are read into shared memory once, each lane scores one key for
+// a query head (32 keys in flight per warp), and the lanes then split the head's dimensions to
+// weigh the values. A worker keeps a streaming softmax over its splits and writes (max, sum,
+// weighted values); the combine kernel merges the workers in order. Which worker takes which
+// positions depends only on the token's position, so a token gets the same bits alone or in a
+// batch.
+constexpr int kSplitKeys = kWarp;
+constexpr int kAttnWorkers = 64;
+constexpr int kSplitWarps = 4;
+constexpr int kMaxGroupHeads = 16;
+constexpr int kHeadsPerWarp = kMaxGroupHeads / kSplitWarps;
+constexpr size_t kMaxSplitSharedBytes = 48 * 1024;
+
+size_t split_shared_bytes(int group, int head_dim) {
+  return size_t(kSplitKeys) * (head_dim / 2 + 1) * 4  // keys, rows padded by a word
+         + size_t(kSplitKeys) * head_dim * 2          // values
+         + size_t(group) * head_dim * 4;              // the group's queries
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+__global__ void __launch_bounds__(kSplitWarps* kWarp)
+    attention_split_kernel(KvLayout kv, int layer, const int32_t* blocks,
+                           const int32_t* start_pos, const float* q, int n_head, int n_head_kv,
+                           int head_dim, float* partial) {
+  const int kvh = blockIdx.x, t = blockIdx.y, worker = blockIdx.z;
+  const int pos = *start_pos + t, n_splits = pos / kSplitKeys + 1;
+  const int group = n_head / n_head_kv, half_dim = head_dim / 2, key_stride = half_dim + 1;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  extern __shared__ uint32_t shared[];
+  uint32_t* keys = shared;                                // kSplitKeys x key_stride half pairs
+  uint32_t* values = keys + kSplitKeys * key_stride;      // kSplitKeys x half_dim half pairs
+  float* queries = reinterpret_cast<float*>(values + kSplitKeys * half_dim);
+  for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x)
+    queries[i] = q[(size_t(t) * n_head + size_t(kvh) * group) * head_dim + i];
+  const float inv_sqrt_d = rsqrtf(float(head_dim));
+
+  float acc[kHeadsPerWarp][kDimsPerLane], run_max[kHeadsPerWarp], run_sum[kHeadsPerWarp];
+#pragma unroll
+  for (int hh = 0; hh < kHeadsPerWarp; ++hh) {
+    run_max[hh] = -INFINITY;
+    run_sum[hh] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kDimsPerLane; ++j) acc[hh][j] = 0.0f;
+  }
+  for (int split = worker; split < n_splits; split += kAttnWorkers) {
+    const int p0 = split * kSplitKeys, n_keys = min(kSplitKeys, pos + 1 - p0);
+    __syncthreads();  // the previous split is read (and the queries are stored)
+    for (int i = threadIdx.x; i < n_keys * half_dim; i += blockDim.x) {
+      const int j = i / half_dim, w = i % half_dim;
+      const uint16_t* key =
+          kv.base + kv_row_offset(kv, blocks, layer, p0 + j) + size_t(kvh) * head_dim;
+      keys[j * key_stride + w] = reinterpret_cast<const uint32_t*>(key)[w];
+      values[j * half_dim + w] = reinterpret_cast<const uint32_t*>(key + size_t(16) * kv.kv_dim)[w];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int hh = 0; hh < kHeadsPerWarp; ++hh) {
+      const int g = warp + kSplitWarps * hh;
+      if (g >= group) continue;  // the same for the whole warp
+      const float* qh = queries + g * head_dim;
+      float score = -INFINITY;
+      if (lane < n_keys) {
+        float dot = 0.0f;
+        for (int w = 0; w < half_dim; ++w) {
+          const __half2 pair = *reinterpret_cast<const __half2*>(&keys[lane * key_stride + w]);
+          const float2 f = __half22float2(pair);
+          dot += qh[2 * w] * f.x + qh[2 * w + 1] * f.y;
+        }
+        score = dot * inv_sqrt_d;
+      }
+      const float new_max = fmaxf(run_max[hh], warp_max(score));
+      const float p = lane < n_keys ? expf(score - new_max) : 0.0f;
+      const float rescale = run_max[hh] == -INFINITY ? 0.0f : expf(run_max[hh] - new_max);
+      run_sum[hh] = run_sum[hh] * rescale + warp_sum(p);
+      run_max[hh] = new_max;
+#pragma unroll
+      for (int j = 0; j < kDimsPerLane; ++j) acc[hh][j] *= rescale;
+      const uint16_t* vh = reinterpret_cast<const uint16_t*>(values);
+      for (int key = 0; key < n_keys; ++key) {
+        const float pk = __shfl_sync(0xffffffffu, p, key);
+#pragma unroll
+        for (int j = 0; j < kDimsPerLane; ++j) {
+          const int d = lane + kWarp * j;
+          if (d < head_dim)
+            acc[hh][j] += pk * __half2float(__ushort_as_half(vh[key * head_dim + d]));
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int hh = 0; hh < kHeadsPerWarp; ++hh) {
+    const int g = warp + kSplitWarps * hh;
+    if (g >= group) continue;
+    const int h = kvh * group + g;
+    float* o = partial + ((size_t(t) * n_head + h) * kAttnWorkers + worker) * (head_dim + 2);
+    if (lane == 0) {
+      o[0] = run_max[hh];
+      o[1] = run_sum[hh];
+    }
+#pragma unroll
+    for (int j = 0; j < kDimsPerLane; ++j) {
+      const int d = lane + kWarp * j;
+      if (d < head_dim) o[2 + d] = acc[hh][j];
+    }
+  }
+}
+
+// out = the workers' weighted values merged in worker order, over their merged softmax sums.
+__global__ void attention_combine_kernel(const float* partial, const int32_t* start_pos,
+                                         int n_head, int head_dim, float* out) {
+  const int h = blockIdx.x, t = blockIdx.y;
+  const int n_splits = (*start_pos + t) / kSplitKeys + 1;
+  const int workers = min(kAttnWorkers, n_splits);  // each of these took a split at least
+  const size_t stride = size_t(head_dim) + 2;
+  const float* base = partial + (size_t(t) * n_head + h) * kAttnWorkers * stride;
+  float total_max = -INFINITY;
+  for (int w = 0; w < workers; ++w) total_max = fmaxf(total_max, base[w * stride]);
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float num = 0.0f, den = 0.0f;
+    for (int w = 0; w < workers; ++w) {
+      const float* pw = base + w * stride;
+      const float f = expf(pw[0] - total_max);
+      den += f * pw[1];
+      num += f * pw[2 + d];
+    }
+    out[(size_t(t) * n_head + h) * head_dim + d] = num / den;
+  }
+}
+
 int grid_for(size_t n, int threads) {
   const size_t blocks = (n + threads - 1) / threads;
   return int(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
@@ -393,9 +530,24 @@ void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, const int32_
   store_kv_kernel<<<n_tokens, 128, 0, s>>>(kv, layer, blocks, start_pos, k, v);
 }
 
+size_t attention_scratch_floats(int n_head, int head_dim) {
+  return size_t(kMaxMatvecTokens) * n_head * kAttnWorkers * (size_t(head_dim) + 2);
+}
+
 void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
-               int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim, float* out,
-               cudaStream_t s) {
+               int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim,
+               float* scratch, float* out, cudaStream_t s) {
+  const int group = n_head / n_head_kv;
+  const size_t shared = split_shared_bytes(group, head_dim);
+  if (scratch && n_tokens <= kMaxMatvecTokens && group <= kMaxGroupHeads &&
+      shared <= kMaxSplitSharedBytes) {
+    attention_split_kernel<<<dim3(n_head_kv, n_tokens, kAttnWorkers), kSplitWarps * kWarp, shared,
+                             s>>>(kv, layer, blocks, start_pos, q, n_head, n_head_kv, head_dim,
+                                  scratch);
+    attention_combine_kernel<<<dim3(n_head, n_tokens), 64, 0, s>>>(scratch, start_pos, n_head,
+                                                                   head_dim, out);
+    return;
+  }
   attention_kernel<<<dim3(n_head, n_tokens), kAttentionWarps * kWarp, 0, s>>>(
       kv, layer, blocks, start_pos, q, n_head, n_head_kv, head_dim, out);
 }

@@ -70,8 +70,12 @@ void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, const int32_
               int n_tokens, const float* k, const float* v, cudaStream_t s);
 
 // Causal grouped-query attention of each token's query heads over positions [0, *start_pos + t].
+// Batches of up to kMaxMatvecTokens tokens are split over the context (flash-decoding) when
+// `scratch` holds attention_scratch_floats(n_head, head_dim) floats; each token's result is then
+// the same alone or in a batch. Longer batches take one block per (query head, token).
 void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
-               int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim, float* out,
-               cudaStream_t s);
+               int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim,
+               float* scratch, float* out, cudaStream_t s);
+size_t attention_scratch_floats(int n_head, int head_dim);
 
 }  // namespace ghostline::engine::cuda
