@@ -19,8 +19,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/cuda_module.h"
 #include "engine/backend/cuda/cuda_kernels.cuh"
+#include "engine/backend/cuda_module.h"
 #include "engine/gguf/quant.h"
 #include "engine/model/model.h"
 #include "engine/model/model_weights.h"
@@ -361,7 +361,7 @@ class CudaBackend final : public Backend {
   // tiles of rows for long ones.
   void matmul(const DeviceMatrix& w, const float* x, int n, float* y) {
     if (n <= cuda::kMaxMatvecTokens) {
-      cuda::matvec(w, x, n, y, stream_);
+      cuda::matvec(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr, stream_);
       return;
     }
     const int tile_rows = static_cast<int>(std::max<size_t>(1, kTileElems / size_t(w.cols)));
@@ -375,6 +375,27 @@ class CudaBackend final : public Backend {
                         w.cols, x, w.cols, &zero, y + r0, w.rows),
             "cublasSgemm");
     }
+  }
+
+  // y = W x + bias (a projection with a bias: qwen2's Q, K, V): in the mat-vec kernel's output
+  // for short batches, else a product and an add.
+  void matmul_bias(const DeviceMatrix& w, const float* x, int n, const float* bias, float* y) {
+    if (n <= cuda::kMaxMatvecTokens) {
+      cuda::matvec(w, x, n, y, /*accumulate=*/false, bias, stream_);
+      return;
+    }
+    matmul(w, x, n, y);
+    if (bias) cuda::add_bias(y, bias, n, w.rows, stream_);
+  }
+
+  // residual += W x: in the mat-vec kernel's output for short batches, else a product and an add.
+  void matmul_add(const DeviceMatrix& w, const float* x, int n, float* residual, float* scratch) {
+    if (n <= cuda::kMaxMatvecTokens) {
+      cuda::matvec(w, x, n, residual, /*accumulate=*/true, /*bias=*/nullptr, stream_);
+      return;
+    }
+    matmul(w, x, n, scratch);
+    cuda::add_in_place(residual, scratch, size_t(n) * w.rows, stream_);
   }
 
   // The step of n tokens with logits for the last m as one graph, captured on first use.
@@ -404,7 +425,7 @@ class CudaBackend final : public Backend {
   // Queues the layers of a batch of n tokens; false when `cancel` was seen between layers.
   bool run_layers(const std::atomic<bool>* cancel, int n) {
     const ModelConfig& c = model_.config();
-    const int E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim();
+    const int E = c.n_embd;
     const cuda::KvLayout kv = kv_layout();
     const cuda::RopeParams rope{.n_head = c.n_head,
                                 .n_head_kv = c.n_head_kv,
@@ -424,25 +445,22 @@ class CudaBackend final : public Backend {
       if (l > 0 && cancel && cancel->load(std::memory_order_relaxed)) return false;
       const LayerMatrices& lw = layers_[size_t(l)];
       cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
-      matmul(lw.wq, xb, n, q);
-      matmul(lw.wk, xb, n, k);
-      matmul(lw.wv, xb, n, v);
-      if (lw.bq) cuda::add_bias(q, lw.bq, n, Q, stream_);
-      if (lw.bk) cuda::add_bias(k, lw.bk, n, KV, stream_);
-      if (lw.bv) cuda::add_bias(v, lw.bv, n, KV, stream_);
-      cuda::rope(q, k, n, start_pos, rope, stream_);
-      cuda::store_kv(kv, l, blocks, start_pos, n, k, v, stream_);
+      matmul_bias(lw.wq, xb, n, lw.bq, q);
+      matmul_bias(lw.wk, xb, n, lw.bk, k);
+      matmul_bias(lw.wv, xb, n, lw.bv, v);
+      cuda::rope_store_kv(q, k, v, n, start_pos, rope, kv, l, blocks, stream_);
       cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim,
                       attn_scratch_.as<float>(), att, stream_);
-      matmul(lw.wo, att, n, proj);
-      cuda::add_in_place(x, proj, size_t(n) * E, stream_);
+      matmul_add(lw.wo, att, n, x, proj);
 
       cuda::rmsnorm(x, lw.ffn_norm, n, E, c.rms_eps, xb, stream_);
-      matmul(lw.w_gate, xb, n, gate);
-      matmul(lw.w_up, xb, n, up);
-      cuda::swiglu(gate, up, size_t(n) * c.n_ff, stream_);
-      matmul(lw.w_down, gate, n, proj);
-      cuda::add_in_place(x, proj, size_t(n) * E, stream_);
+      if (n > cuda::kMaxMatvecTokens ||
+          !cuda::matvec_swiglu(lw.w_gate, lw.w_up, xb, n, gate, stream_)) {
+        matmul(lw.w_gate, xb, n, gate);
+        matmul(lw.w_up, xb, n, up);
+        cuda::swiglu(gate, up, size_t(n) * c.n_ff, stream_);
+      }
+      matmul_add(lw.w_down, gate, n, x, proj);
     }
     check(cudaGetLastError(), "kernel launch");
     return true;

@@ -74,56 +74,135 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-// One warp per row, one chunk of 32 values per lane at a time: each lane reads its chunk's
-// block (scales once, then the packed values: many independent loads in flight), dequantizes it
-// into registers and multiplies it with every token's 32 activations (16-byte loads). A token's
-// sum is formed in the same order whatever the number of tokens: per lane over its chunks in
-// four interleaved partial sums, then over the lanes. Rows whose length is not a multiple of
-// the chunk (float types only: quantized rows are whole blocks) finish value by value.
+// Bytes of a segment of a row: 32 chunks, one per lane (the chunks of a type are whole blocks,
+// or eight to a K-quant super-block).
 template <GgmlType T>
+__host__ __device__ constexpr int segment_bytes() {
+  switch (T) {
+    case GgmlType::F32:
+      return kWarp * m::kChunk * 4;
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      return kWarp * m::kChunk * 2;
+    case GgmlType::Q8_0:
+      return kWarp * m::kQ8_0Bytes;
+    case GgmlType::Q4_0:
+      return kWarp * m::kQ4_0Bytes;
+    case GgmlType::Q4_1:
+      return kWarp * m::kQ4_1Bytes;
+    case GgmlType::Q5_0:
+      return kWarp * m::kQ5_0Bytes;
+    case GgmlType::Q5_1:
+      return kWarp * m::kQ5_1Bytes;
+    case GgmlType::IQ4_NL:
+      return kWarp * m::kIq4NlBytes;
+    case GgmlType::IQ4_XS:
+      return kWarp / 8 * m::kIq4XsBytes;
+    case GgmlType::Q4_K:
+      return kWarp / 8 * m::kQ4_KBytes;
+    case GgmlType::Q5_K:
+      return kWarp / 8 * m::kQ5_KBytes;
+    case GgmlType::Q6_K:
+      return kWarp / 8 * m::kQ6_KBytes;
+    default:
+      return 16;
+  }
+}
+
+// Copies `bytes` (even) from global to shared memory with the widest loads the addresses allow:
+// consecutive lanes read consecutive words, so each load instruction of the warp reads one
+// contiguous span of the row.
+__device__ __forceinline__ void warp_copy(uint8_t* dst, const uint8_t* src, int bytes, int lane) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(src);
+  if (a % 16 == 0 && bytes % 16 == 0) {
+    for (int i = lane; i < bytes / 16; i += kWarp)
+      reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+  } else if (a % 4 == 0 && bytes % 4 == 0) {
+    for (int i = lane; i < bytes / 4; i += kWarp)
+      reinterpret_cast<uint32_t*>(dst)[i] = reinterpret_cast<const uint32_t*>(src)[i];
+  } else {
+    for (int i = lane; i < bytes / 2; i += kWarp)
+      reinterpret_cast<uint16_t*>(dst)[i] = reinterpret_cast<const uint16_t*>(src)[i];
+  }
+}
+
+// One warp per row, in segments of 32 chunks of 32 values: the warp copies a segment of the row
+// into shared memory with coalesced loads (consecutive lanes, consecutive words), then each lane
+// dequantizes one chunk from there into registers and multiplies it with every token's 32
+// activations (16-byte loads). A token's sum is formed in the same order whatever the number of
+// tokens: per lane over its chunks in four interleaved partial sums, then over the lanes. Rows
+// whose length is not a multiple of 4 (float types only: quantized rows are whole blocks) are
+// read value by value. With `accumulate`, y += W x (the residual add of a projection); with a
+// `bias`, y = W x + bias.
+//
+// With kGlu, the warp does the same for row r of a second matrix of the same shape (`w_up`) and
+// writes swiglu(W x, W_up x): the gate and up projections and their SwiGLU in one kernel.
+template <GgmlType T, bool kGlu>
 __global__ void __launch_bounds__(kMatvecWarps* kWarp)
-    matvec_kernel(const uint8_t* w, size_t row_bytes, int rows, int cols, const float* x,
-                  int n_tokens, float* y) {
-  const int row = blockIdx.x * kMatvecWarps + threadIdx.x / kWarp;
-  const int lane = threadIdx.x % kWarp;
-  if (row >= rows) return;
-  const uint8_t* wr = w + size_t(row) * row_bytes;
-  float sum[kMaxMatvecTokens];
-#pragma unroll
-  for (int t = 0; t < kMaxMatvecTokens; ++t) sum[t] = 0.0f;
+    matvec_kernel(const uint8_t* w, const uint8_t* w_up, size_t row_bytes, int rows, int cols,
+                  const float* x, int n_tokens, float* y, bool accumulate, const float* bias) {
+  constexpr int kSegment = segment_bytes<T>();
+  constexpr int kMatrices = kGlu ? 2 : 1;
+  __shared__ __align__(16) uint8_t segments[kMatvecWarps][kSegment];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int row = blockIdx.x * kMatvecWarps + warp;
+  if (row >= rows) return;  // the whole warp: the kernel syncs warps only
+  uint8_t* segment = segments[warp];
+  float sums[kMatrices][kMaxMatvecTokens];
   // float4 loads need every token's activations 16-byte aligned.
   const int chunks = cols % 4 == 0 ? cols / m::kChunk : 0;
-  for (int c = lane; c < chunks; c += kWarp) {
-    float wv[m::kChunk];
-    dequant_chunk<T>(wr, c, wv);
 #pragma unroll
-    for (int t = 0; t < kMaxMatvecTokens; ++t) {
-      if (t >= n_tokens) break;
-      const float4* xp =
-          reinterpret_cast<const float4*>(x + size_t(t) * cols + size_t(c) * m::kChunk);
-      float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int mat = 0; mat < kMatrices; ++mat) {
+    const uint8_t* wr = (mat == 0 ? w : w_up) + size_t(row) * row_bytes;
+    float* sum = sums[mat];
 #pragma unroll
-      for (int i = 0; i < m::kChunk / 4; ++i) {
-        const float4 v = xp[i];
-        p[0] += wv[4 * i] * v.x;
-        p[1] += wv[4 * i + 1] * v.y;
-        p[2] += wv[4 * i + 2] * v.z;
-        p[3] += wv[4 * i + 3] * v.w;
+    for (int t = 0; t < kMaxMatvecTokens; ++t) sum[t] = 0.0f;
+    for (int c0 = 0; c0 < chunks; c0 += kWarp) {
+      const size_t begin = size_t(c0 / kWarp) * kSegment;
+      warp_copy(segment, wr + begin, int(min(size_t(kSegment), row_bytes - begin)), lane);
+      __syncwarp();
+      const int c = c0 + lane;
+      if (c < chunks) {
+        float wv[m::kChunk];
+        dequant_chunk<T>(segment, lane, wv);
+#pragma unroll
+        for (int t = 0; t < kMaxMatvecTokens; ++t) {
+          if (t >= n_tokens) break;
+          const float4* xp =
+              reinterpret_cast<const float4*>(x + size_t(t) * cols + size_t(c) * m::kChunk);
+          float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+          for (int i = 0; i < m::kChunk / 4; ++i) {
+            const float4 v = xp[i];
+            p[0] += wv[4 * i] * v.x;
+            p[1] += wv[4 * i + 1] * v.y;
+            p[2] += wv[4 * i + 2] * v.z;
+            p[3] += wv[4 * i + 3] * v.w;
+          }
+          sum[t] += (p[0] + p[1]) + (p[2] + p[3]);
+        }
       }
-      sum[t] += (p[0] + p[1]) + (p[2] + p[3]);
+      __syncwarp();  // the segment is read before the next one overwrites it
     }
-  }
-  for (int e = chunks * m::kChunk + lane; e < cols; e += kWarp) {
-    const float we = dequant<T>(wr, e);
+    for (int e = chunks * m::kChunk + lane; e < cols; e += kWarp) {
+      const float we = dequant<T>(wr, e);
 #pragma unroll
-    for (int t = 0; t < kMaxMatvecTokens; ++t)
-      if (t < n_tokens) sum[t] += we * x[size_t(t) * cols + e];
+      for (int t = 0; t < kMaxMatvecTokens; ++t)
+        if (t < n_tokens) sum[t] += we * x[size_t(t) * cols + e];
+    }
   }
 #pragma unroll
   for (int t = 0; t < kMaxMatvecTokens; ++t) {
     if (t >= n_tokens) break;
-    const float s = warp_sum(sum[t]);
-    if (lane == 0) y[size_t(t) * rows + row] = s;
+    const float s = warp_sum(sums[0][t]);
+    if constexpr (kGlu) {
+      const float up = warp_sum(sums[kMatrices - 1][t]);
+      if (lane == 0) y[size_t(t) * rows + row] = m::swiglu(s, up);
+    } else if (lane == 0) {
+      float& out = y[size_t(t) * rows + row];
+      out = accumulate ? out + s : s;
+      if (bias) out += bias[row];
+    }
   }
 }
 
@@ -210,32 +289,30 @@ __global__ void swiglu_kernel(float* gate, const float* up, size_t n) {
     gate[i] = m::swiglu(gate[i], up[i]);
 }
 
-// One block per token; threads walk the (head, pair) list of q's heads, then k's.
-__global__ void rope_kernel(float* q, float* k, const int32_t* start_pos, RopeParams p) {
-  const int t = blockIdx.x, pos = *start_pos + t, half = p.head_dim / 2;
-  const int q_pairs = p.n_head * half, total = (p.n_head + p.n_head_kv) * half;
-  for (int j = threadIdx.x; j < total; j += blockDim.x) {
-    const bool is_q = j < q_pairs;
-    const int jj = is_q ? j : j - q_pairs;
-    const int head = jj / half, i = jj % half;
-    float* v = is_q ? q + (size_t(t) * p.n_head + head) * p.head_dim
-                    : k + (size_t(t) * p.n_head_kv + head) * p.head_dim;
-    int a, b;
-    m::rope_pair_index(i, p.head_dim, p.neox, a, b);
-    m::rope_rotate(v[a], v[b], m::rope_angle(pos, i, p.head_dim, p.theta_base, p.freq_scale));
-  }
-}
-
 __device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, const int32_t* blocks,
                                                 int layer, int pos) {
   return size_t(blocks[pos / 16]) * kv.block_elems + size_t(layer) * 2 * 16 * kv.kv_dim +
          size_t(pos % 16) * kv.kv_dim;
 }
 
-__global__ void store_kv_kernel(KvLayout kv, int layer, const int32_t* blocks,
-                                const int32_t* start_pos, const float* k, const float* v) {
-  const int t = blockIdx.x;
-  uint16_t* keys = kv.base + kv_row_offset(kv, blocks, layer, *start_pos + t);
+// One block per token: the threads walk the (head, pair) list of q's heads, then k's, rotating
+// each pair; then they store the token's rotated keys and its values in the KV blocks.
+__global__ void rope_store_kv_kernel(float* q, float* k, const float* v, const int32_t* start_pos,
+                                     RopeParams p, KvLayout kv, int layer, const int32_t* blocks) {
+  const int t = blockIdx.x, pos = *start_pos + t, half = p.head_dim / 2;
+  const int q_pairs = p.n_head * half, total = (p.n_head + p.n_head_kv) * half;
+  for (int j = threadIdx.x; j < total; j += blockDim.x) {
+    const bool is_q = j < q_pairs;
+    const int jj = is_q ? j : j - q_pairs;
+    const int head = jj / half, i = jj % half;
+    float* x = is_q ? q + (size_t(t) * p.n_head + head) * p.head_dim
+                    : k + (size_t(t) * p.n_head_kv + head) * p.head_dim;
+    int a, b;
+    m::rope_pair_index(i, p.head_dim, p.neox, a, b);
+    m::rope_rotate(x[a], x[b], m::rope_angle(pos, i, p.head_dim, p.theta_base, p.freq_scale));
+  }
+  __syncthreads();
+  uint16_t* keys = kv.base + kv_row_offset(kv, blocks, layer, pos);
   uint16_t* values = keys + size_t(16) * kv.kv_dim;
   for (int i = threadIdx.x; i < kv.kv_dim; i += blockDim.x) {
     keys[i] = __half_as_ushort(__float2half_rn(k[size_t(t) * kv.kv_dim + i]));
@@ -344,16 +421,16 @@ __device__ __forceinline__ float warp_max(float v) {
 }
 
 __global__ void __launch_bounds__(kSplitWarps* kWarp)
-    attention_split_kernel(KvLayout kv, int layer, const int32_t* blocks,
-                           const int32_t* start_pos, const float* q, int n_head, int n_head_kv,
-                           int head_dim, float* partial) {
+    attention_split_kernel(KvLayout kv, int layer, const int32_t* blocks, const int32_t* start_pos,
+                           const float* q, int n_head, int n_head_kv, int head_dim,
+                           float* partial) {
   const int kvh = blockIdx.x, t = blockIdx.y, worker = blockIdx.z;
   const int pos = *start_pos + t, n_splits = pos / kSplitKeys + 1;
   const int group = n_head / n_head_kv, half_dim = head_dim / 2, key_stride = half_dim + 1;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   extern __shared__ uint32_t shared[];
-  uint32_t* keys = shared;                                // kSplitKeys x key_stride half pairs
-  uint32_t* values = keys + kSplitKeys * key_stride;      // kSplitKeys x half_dim half pairs
+  uint32_t* keys = shared;                            // kSplitKeys x key_stride half pairs
+  uint32_t* values = keys + kSplitKeys * key_stride;  // kSplitKeys x half_dim half pairs
   float* queries = reinterpret_cast<float*>(values + kSplitKeys * half_dim);
   for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x)
     queries[i] = q[(size_t(t) * n_head + size_t(kvh) * group) * head_dim + i];
@@ -431,8 +508,8 @@ __global__ void __launch_bounds__(kSplitWarps* kWarp)
 }
 
 // out = the workers' weighted values merged in worker order, over their merged softmax sums.
-__global__ void attention_combine_kernel(const float* partial, const int32_t* start_pos,
-                                         int n_head, int head_dim, float* out) {
+__global__ void attention_combine_kernel(const float* partial, const int32_t* start_pos, int n_head,
+                                         int head_dim, float* out) {
   const int h = blockIdx.x, t = blockIdx.y;
   const int n_splits = (*start_pos + t) / kSplitKeys + 1;
   const int workers = min(kAttnWorkers, n_splits);  // each of these took a split at least
@@ -480,12 +557,26 @@ bool kernels_read_type(uint32_t type) {
   }
 }
 
-void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t s) {
+void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
+            const float* bias, cudaStream_t s) {
   const int blocks = (w.rows + kMatvecWarps - 1) / kMatvecWarps;
   with_type(w.type, [&]<GgmlType T>() {
-    matvec_kernel<T><<<blocks, kMatvecWarps * kWarp, 0, s>>>(w.data, w.row_bytes, w.rows, w.cols, x,
-                                                             n_tokens, y);
+    matvec_kernel<T, false><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
+        w.data, nullptr, w.row_bytes, w.rows, w.cols, x, n_tokens, y, accumulate, bias);
   });
+}
+
+bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int n_tokens,
+                   float* y, cudaStream_t s) {
+  if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols ||
+      gate.row_bytes != up.row_bytes)
+    return false;
+  const int blocks = (gate.rows + kMatvecWarps - 1) / kMatvecWarps;
+  with_type(gate.type, [&]<GgmlType T>() {
+    matvec_kernel<T, true><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
+        gate.data, up.data, gate.row_bytes, gate.rows, gate.cols, x, n_tokens, y, false, nullptr);
+  });
+  return true;
 }
 
 void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cudaStream_t s) {
@@ -520,14 +611,10 @@ void swiglu(float* gate, const float* up, size_t n, cudaStream_t s) {
   swiglu_kernel<<<grid_for(n, 256), 256, 0, s>>>(gate, up, n);
 }
 
-void rope(float* q, float* k, int n_tokens, const int32_t* start_pos, const RopeParams& p,
-          cudaStream_t s) {
-  rope_kernel<<<n_tokens, 128, 0, s>>>(q, k, start_pos, p);
-}
-
-void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
-              int n_tokens, const float* k, const float* v, cudaStream_t s) {
-  store_kv_kernel<<<n_tokens, 128, 0, s>>>(kv, layer, blocks, start_pos, k, v);
+void rope_store_kv(float* q, float* k, const float* v, int n_tokens, const int32_t* start_pos,
+                   const RopeParams& p, const KvLayout& kv, int layer, const int32_t* blocks,
+                   cudaStream_t s) {
+  rope_store_kv_kernel<<<n_tokens, 128, 0, s>>>(q, k, v, start_pos, p, kv, layer, blocks);
 }
 
 size_t attention_scratch_floats(int n_head, int head_dim) {

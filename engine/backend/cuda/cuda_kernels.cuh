@@ -28,9 +28,16 @@ struct DeviceMatrix {
 // float types, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K.
 bool kernels_read_type(uint32_t type);
 
-// y[t][r] = sum_c W[r][c] x[t][c] for n_tokens <= kMaxMatvecTokens; one warp per row, 32
-// values per lane at a time. x must be 16-byte aligned.
-void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t s);
+// y[t][r] = sum_c W[r][c] x[t][c] (with `accumulate`, y[t][r] += that sum; then + bias[r] when
+// `bias` is given) for n_tokens <= kMaxMatvecTokens; one warp per row, which reads its row in
+// coalesced segments and dequantizes 32 values per lane at a time. x must be 16-byte aligned.
+void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
+            const float* bias, cudaStream_t s);
+// y[t][r] = swiglu(sum_c G[r][c] x[t][c], sum_c U[r][c] x[t][c]): the gate and up projections
+// and their SwiGLU in one kernel, each sum formed as matvec forms it. False (nothing queued)
+// unless the two matrices have the same type and shape.
+bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int n_tokens,
+                   float* y, cudaStream_t s);
 
 // Rows [row0, row0 + n_rows) of w as float32, row-major, for a GEMM tile.
 void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cudaStream_t s);
@@ -50,12 +57,6 @@ struct RopeParams {
   float theta_base, freq_scale;
   bool neox;
 };
-// The kernels below read the batch's first position from device memory (`start_pos`), so that a
-// captured graph of a step replays at any position.
-
-// Rotates q (n_tokens x n_head heads) and k (n_tokens x n_head_kv heads) at *start_pos + t.
-void rope(float* q, float* k, int n_tokens, const int32_t* start_pos, const RopeParams& p,
-          cudaStream_t s);
 
 // Paged KV in device memory, laid out as the host KvBlockPool: block-major, then layer, keys
 // then values, kBlockTokens rows of kv_dim F16 values each.
@@ -65,9 +66,14 @@ struct KvLayout {
   size_t block_elems = 0;  // n_layer * 2 * kBlockTokens * kv_dim
 };
 
-// Stores k/v of n_tokens at positions *start_pos.. of `layer` through the block table.
-void store_kv(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
-              int n_tokens, const float* k, const float* v, cudaStream_t s);
+// The kernels below read the batch's first position from device memory (`start_pos`), so that a
+// captured graph of a step replays at any position.
+
+// Rotates q (n_tokens x n_head heads) and k (n_tokens x n_head_kv heads) at *start_pos + t, then
+// stores k and v of the n_tokens at positions *start_pos.. of `layer` through the block table.
+void rope_store_kv(float* q, float* k, const float* v, int n_tokens, const int32_t* start_pos,
+                   const RopeParams& p, const KvLayout& kv, int layer, const int32_t* blocks,
+                   cudaStream_t s);
 
 // Causal grouped-query attention of each token's query heads over positions [0, *start_pos + t].
 // Batches of up to kMaxMatvecTokens tokens are split over the context (flash-decoding) when
