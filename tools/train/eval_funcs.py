@@ -15,6 +15,11 @@ the line (trailing blanks ignored), share of empty completions, and the latency 
 reports (its totalMs; median and p90). With the blank left empty no function passes (--check
 makes sure of it), so pass@1 counts only what the completions add.
 
+Under the daemon's deadline the completions depend on the machine's load: the prompt's prefix
+is cut to what the measured prefill speed can take in time (`prompts_cut` counts those), and
+generation stops at the deadline (`stops`). A long --deadline-ms (2000) takes the load out of
+the completions, to compare models; the default measures what a user gets on this machine.
+
 --check runs no model: every function must pass its tests as written and fail them with the
 blanked line left empty or replaced by `pass` (a line whose absence the tests cannot see would
 measure nothing), and every entry must keep the shape above. Exit status 1 if one does not.
@@ -185,9 +190,11 @@ def evaluate(args, funcs):
             run_dir.mkdir()
             passed, why = run_tests(program(f, got), run_dir / "test_completed.py", args.timeout)
             stats = res.get("stats", {})
+            cut = stats.get("prefillBound", {}).get("droppedPromptTokens", 0)
             rows.append(dict(name=f["name"], category=f["category"], expected=f["blank"], got=got,
                              passed=passed, exact=got.rstrip() == f["blank"], error=why,
-                             ms=stats.get("totalMs"), stop=stats.get("stop")))
+                             ms=stats.get("totalMs"), stop=stats.get("stop"),
+                             prompt_tokens=stats.get("promptTokens"), prompt_cut_tokens=cut))
             n = k + 1
             if n % 10 == 0 or n == len(funcs):
                 print(f"eval_funcs {n}/{len(funcs)}: "
@@ -219,6 +226,7 @@ def report(args, rows):
         latency_ms_p50=statistics.median(lat) if lat else None,
         latency_ms_p90=lat[min(len(lat) - 1, int(len(lat) * 0.9))] if lat else None,
         stops=dict(sorted(stops.items(), key=lambda kv: str(kv[0]))),
+        prompts_cut=sum(r["prompt_cut_tokens"] > 0 for r in rows),
         per_category={k: dict(functions=v["functions"], pass_at_1=v["passed"] / v["functions"],
                               exact_match=v["exact"] / v["functions"])
                       for k, v in per_cat.items()},
