@@ -143,6 +143,7 @@ void KvBlockPool::prepare_append(KvSequence& seq, int n_new_tokens) {
     if (refcount(last) > 1) {
       BlockId copy = allocate();
       std::memcpy(block_base(copy), block_base(last), block_bytes());
+      if (copy_) copy_(last, copy);
       release(last);
       last = copy;
     }

@@ -72,6 +72,13 @@ class KvBlockPool {
   // released any.
   void set_reclaim_hook(std::function<bool(int blocks_wanted)> hook) { reclaim_ = std::move(hook); }
 
+  // Called when prepare_append has copied a shared partial block `from` into the fresh block
+  // `to` (copy-on-extend), for a backend that keeps the KV in memory of its own: the CUDA
+  // backend copies the device block too. One hook; an empty function removes it.
+  void set_copy_hook(std::function<void(BlockId from, BlockId to)> hook) {
+    copy_ = std::move(hook);
+  }
+
   // Keys / values of `layer` in `block`: kBlockTokens * kv_dim F16 values each, arranged as the
   // backend that writes and reads them chooses (the reference backend: a row of kv_dim per
   // position; the CPU backend: per KV head, keys transposed and values as rows).
@@ -104,6 +111,7 @@ class KvBlockPool {
   std::vector<int32_t> refcount_;
   std::vector<BlockId> free_;
   std::function<bool(int)> reclaim_;
+  std::function<void(BlockId, BlockId)> copy_;
 };
 
 }  // namespace ghostline::engine

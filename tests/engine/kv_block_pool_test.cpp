@@ -4,6 +4,8 @@
 
 #include <random>
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace ghostline::engine {
 namespace {
@@ -102,6 +104,9 @@ TEST(KvBlockPool, SharedPartialBlockIsCopiedBeforeExtending) {
   a.n_tokens = 20;
   std::fill_n(pool.keys(a.blocks[1], 0), 16 * kDim, uint16_t(42));
 
+  std::vector<std::pair<BlockId, BlockId>> copies;  // what a backend's copy hook is told
+  pool.set_copy_hook([&](BlockId from, BlockId to) { copies.emplace_back(from, to); });
+
   KvSequence b = pool.share(a, 20);
   EXPECT_EQ(b.blocks, a.blocks);
   EXPECT_EQ(pool.refcount(a.blocks[0]), 2);
@@ -109,6 +114,10 @@ TEST(KvBlockPool, SharedPartialBlockIsCopiedBeforeExtending) {
   // The full first block stays shared; the partial second one was copied for b.
   EXPECT_EQ(b.blocks[0], a.blocks[0]);
   EXPECT_NE(b.blocks[1], a.blocks[1]);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0], std::make_pair(a.blocks[1], b.blocks[1]));
+  pool.prepare_append(b, 1);  // b's own block now: no copy
+  EXPECT_EQ(copies.size(), 1u);
   EXPECT_EQ(pool.refcount(a.blocks[1]), 1);
   EXPECT_EQ(pool.keys(b.blocks[1], 0)[5], 42);
   pool.keys(b.blocks[1], 0)[5] = 7;
@@ -120,6 +129,7 @@ TEST(KvBlockPool, SharedPartialBlockIsCopiedBeforeExtending) {
   pool.prepare_append(c, 3);
   EXPECT_EQ(c.blocks[0], a.blocks[0]);
   EXPECT_EQ(c.blocks.size(), 2u);
+  EXPECT_EQ(copies.size(), 1u);
 
   pool.release(a);
   pool.release(b);
