@@ -145,6 +145,44 @@ TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) 
   }
 }
 
+// The prefix cache hands a sequence's prefix to another (KvBlockPool::share); the first write
+// into a shared partial block copies it (copy-on-extend), on the device through the pool's copy
+// hook. Both sequences then go on, and each must see its own KV: the reference does the same.
+TEST(CudaBackendTest, SharedPrefixExtendedInsideABlockMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  const auto models = cuda_models();
+  ASSERT_FALSE(models.empty()) << "no llama/qwen2 model in " << kModels;
+  for (const auto& path : {models.front(), models.back()}) {
+    SCOPED_TRACE(path.filename().string());
+    Engine cuda(path, BackendKind::Cuda, 64), ref(path, BackendKind::Reference, 64);
+    const int vocab = cuda.model->config().n_vocab;
+    const auto ids = [&](int n, int salt) {
+      std::vector<int32_t> v(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) v[size_t(i)] = int32_t((i * 7919 + salt) % (vocab - 10) + 5);
+      return v;
+    };
+    const auto prefix = ids(21, 13), tail_a = ids(3, 101), tail_b = ids(4, 211);  // 21: mid-block
+    std::vector<std::vector<float>> got[2];
+    Engine* engines[2] = {&cuda, &ref};
+    for (int e = 0; e < 2; ++e) {
+      Engine& en = *engines[e];
+      KvSequence a;
+      ASSERT_TRUE(en.gen->forward(a, prefix, LogitsRequest::none()));
+      KvSequence b = en.pool->share(a, int(prefix.size()));
+      ASSERT_TRUE(en.gen->forward(b, tail_b, LogitsRequest::last_n_of(int(tail_b.size()))));
+      for (int i = 0; i < int(tail_b.size()); ++i)
+        got[e].emplace_back(en.gen->logits(i).begin(), en.gen->logits(i).end());
+      ASSERT_TRUE(en.gen->forward(a, tail_a, LogitsRequest::last_n_of(int(tail_a.size()))));
+      for (int i = 0; i < int(tail_a.size()); ++i)
+        got[e].emplace_back(en.gen->logits(i).begin(), en.gen->logits(i).end());
+      en.pool->release(a);
+      en.pool->release(b);
+    }
+    for (size_t i = 0; i < got[1].size(); ++i)
+      expect_close_logits(got[0][i], got[1][i], "row " + std::to_string(i));
+  }
+}
+
 // Speculative verification relies on it: a batch of up to verify_cost().max_tokens tokens gives
 // each token the logits of a single step, bit for bit.
 TEST(CudaBackendTest, SmallBatchesGiveBitIdenticalLogits) {

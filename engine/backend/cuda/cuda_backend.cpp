@@ -4,10 +4,10 @@
 // and multiply with cuBLAS. K/V live in one device array of pool-capacity blocks addressed by
 // the host pool's BlockIds.
 //
-// The host KvBlockPool stays a faithful copy of the device KV: after each forward the blocks the
-// batch wrote are copied back, and a batch that starts inside a block first uploads that block
-// from the host. The pool copies a shared partial block on the host (copy-on-extend) without
-// telling the backend, so the host copy is the one that is always right.
+// The device KV is the only one written: when the pool copies a shared partial block before a
+// sequence extends it (copy-on-extend), its copy hook queues the same copy of the device block
+// on the backend's stream, ahead of the kernels that write into it. Nothing crosses per step but
+// the token ids, the block table and the logits.
 //
 // A step of up to kMaxMatvecTokens tokens (decode, verification) runs as a CUDA graph captured
 // the first time its shape (tokens, logits rows) is seen: one launch instead of ~18 per layer.
@@ -159,7 +159,17 @@ class CudaBackend final : public Backend {
     check(cudaMemsetAsync(kv_.as<void>(), 0, kv_.bytes(), stream_), "cudaMemset");
     reserve(std::max(1, options.max_batch_tokens));
     check(cudaStreamSynchronize(stream_), "upload");
+    // Last: a constructor that throws never runs the destructor that removes the hook.
+    pool_.set_copy_hook([this](BlockId from, BlockId to) {
+      const size_t bytes = pool_.block_bytes();
+      check(cudaMemcpyAsync(kv_.as<uint8_t>() + size_t(to) * bytes,
+                            kv_.as<uint8_t>() + size_t(from) * bytes, bytes,
+                            cudaMemcpyDeviceToDevice, stream_),
+            "copy KV block");
+    });
   }
+
+  ~CudaBackend() override { pool_.set_copy_hook(nullptr); }
 
   std::string_view name() const override { return "cuda"; }
   int threads() const override { return 1; }
@@ -205,7 +215,6 @@ class CudaBackend final : public Backend {
     check(cudaMemcpyAsync(d_blocks_.as<int32_t>(), h_blocks_.as<int32_t>(),
                           size_t(n_blocks) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
           "upload block table");
-    if (batch.start_pos % kB != 0) upload_block(batch.blocks[size_t(batch.start_pos / kB)]);
 
     if (graph) {
       launch_step_graph(n, m);
@@ -221,7 +230,6 @@ class CudaBackend final : public Backend {
       check(cudaMemcpyAsync(h_logits_.as<void>(), logits_.as<void>(), logit_bytes,
                             cudaMemcpyDeviceToHost, stream_),
             "download logits");
-    copy_back_kv(batch, n);
     check(cudaStreamSynchronize(stream_), "forward");
     if (m > 0) std::memcpy(logits.data(), h_logits_.as<float>(), logit_bytes);
     return true;
@@ -473,23 +481,6 @@ class CudaBackend final : public Backend {
     const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
     cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
     matmul(output_, xb_.as<float>(), m, logits_.as<float>());
-  }
-
-  // Whole blocks share the host layout, so one copy per block moves all its layers.
-  void upload_block(BlockId id) {
-    check(cudaMemcpyAsync(kv_.as<uint8_t>() + size_t(id) * pool_.block_bytes(), pool_.keys(id, 0),
-                          pool_.block_bytes(), cudaMemcpyHostToDevice, stream_),
-          "upload KV block");
-  }
-
-  void copy_back_kv(const ForwardBatch& batch, int n) {
-    const int first = batch.start_pos / kB, last = (batch.start_pos + n - 1) / kB;
-    for (int b = first; b <= last; ++b) {
-      const BlockId id = batch.blocks[size_t(b)];
-      check(cudaMemcpyAsync(pool_.keys(id, 0), kv_.as<uint8_t>() + size_t(id) * pool_.block_bytes(),
-                            pool_.block_bytes(), cudaMemcpyDeviceToHost, stream_),
-            "copy KV block back");
-    }
   }
 
   const Model& model_;
