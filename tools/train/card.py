@@ -91,6 +91,8 @@ def main():
                     help="eval.json of the models these replace, measured on the same samples")
     ap.add_argument("--daemon-eval", nargs="*", default=[], metavar="LABEL=FILE",
                     help="eval_daemon.py results to tabulate (e.g. new=... previous=...)")
+    ap.add_argument("--funcs-eval", nargs="*", default=[], metavar="LABEL=FILE",
+                    help="eval_funcs.py results to tabulate (e.g. new=... previous=...)")
     ap.add_argument("--prior", default=None,
                     help="one sentence on the training the initial weights had (for --init-gguf runs)")
     ap.add_argument("--cpu-hours", type=float, default=None, help="CPU time the run used (from the OS)")
@@ -259,17 +261,53 @@ def main():
         L.append("\n\"previous\" is the pair these files replace, evaluated by the same script on the same "
                  "samples. Its held-out files were the same for the sources it was trained on; it never saw "
                  "Rust or the sources added since.")
+    if base:
+        # Said here, not left to the reader: where the pair these replace does better.
+        worse = []
+        for name, key, fmt, higher_is_better in (("exact match", "exact_match", "{:.3f}", True),
+                                                  ("edit similarity", "edit_similarity", "{:.3f}", True),
+                                                  ("empty completions", "empty_completions", "{:.1%}", False),
+                                                  ("perplexity", "perplexity", "{:.2f}", False)):
+            new_v, old_v = ev["target"][key], base["target"][key]
+            if (new_v < old_v) if higher_is_better else (new_v > old_v):
+                worse.append(f"{name} ({fmt.format(new_v)} against {fmt.format(old_v)})")
+        if worse:
+            L.append("\nWhere the previous target does better on these samples: " + "; ".join(worse) + ".")
     if args.daemon_eval:
-        n_d = json.loads(Path(args.daemon_eval[0].split("=", 1)[1]).read_text())["samples"]
-        L.append(f"\nThe first {n_d} of these samples through the engine (`tools/train/eval_daemon.py`: `ghostline complete` "
-                 "at the cursor, the daemon's SPM prompt, cuts, stop rules and 80 ms deadline, 2 threads "
-                 "beside builds):\n")
+        runs = [(spec.split("=", 1)[0], json.loads(Path(spec.split("=", 1)[1]).read_text()))
+                for spec in args.daemon_eval]
+        first = runs[0][1]
+        deadline = (f"a {first['deadline_ms']} ms deadline" if first.get("deadline_ms")
+                    else "the daemon's default deadline")
+        threads = first.get("threads") or "all cores'"
+        L.append(f"\nThe first {first['samples']} of these samples through the engine (`tools/train/eval_daemon.py`: "
+                 f"`ghostline complete` at the cursor, the daemon's SPM prompt, cuts and stop rules, {deadline}, "
+                 f"{threads} thread(s)):\n")
         L.append("| models | exact match | edit similarity | empty | latency p50 / p99 (ms) |\n|---|---|---|---|---|")
-        for spec in args.daemon_eval:
-            label, f = spec.split("=", 1)
-            de = json.loads(Path(f).read_text())
+        for label, de in runs:
             L.append(f"| {label} | {de['exact_match']:.3f} | {de['edit_similarity']:.3f} | "
                      f"{de['empty_completions']:.1%} | {de['latency_ms_p50']:.0f} / {de['latency_ms_p99']:.0f} |")
+        langs = sorted({lang for _, de in runs for lang in de.get("per_language_em", {})})
+        if langs:
+            L.append("\nExact match through the engine, per language:\n")
+            L.append("| models | " + " | ".join(langs) + " |\n|---|" + "---|" * len(langs))
+            for label, de in runs:
+                pl = de.get("per_language_em", {})
+                L.append(f"| {label} | " + " | ".join(f"{pl[x]:.3f}" if x in pl else "" for x in langs) + " |")
+    if args.funcs_eval:
+        runs = [(spec.split("=", 1)[0], json.loads(Path(spec.split("=", 1)[1]).read_text()))
+                for spec in args.funcs_eval]
+        first = runs[0][1]
+        fdeadline = (f"a {first['deadline_ms']} ms deadline" if isinstance(first.get("deadline_ms"), int)
+                     else "the daemon's default deadline")
+        L.append(f"\n{first['functions']} small Python functions written for this evaluation, none of them in any "
+                 f"training data (`tools/train/eval_funcs.py`): one line of each body blanked, `ghostline "
+                 f"complete` asked after its indentation, the function's tests run on the completed program "
+                 f"({fdeadline}, {first['threads']} thread(s)):\n")
+        L.append("| models | passes its tests | exact line | empty |\n|---|---|---|---|")
+        for label, fe in runs:
+            L.append(f"| {label} | {fe['passed']} of {fe['functions']} | {fe['exact_match']:.2f} | "
+                     f"{fe['empty_completions']:.0%} |")
     sp = ev["speculative"]
     L.append(f"\nSpeculative decoding (greedy verification, draft proposes k={sp['k']} tokens, over the "
              f"target's 24-token greedy continuations of the first {sp['prompts']} prompts): "

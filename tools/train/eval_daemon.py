@@ -73,7 +73,8 @@ def main():
                       f"empty {empty / (i + 1):.3f}; {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     n = len(samples)
     lat.sort()
-    report = dict(model=args.model, draft=args.draft, samples=n, exact_match=em / n, edit_similarity=es / n,
+    report = dict(model=args.model, draft=args.draft, threads=args.threads, deadline_ms=args.deadline_ms,
+                  samples=n, exact_match=em / n, edit_similarity=es / n,
                   empty_completions=empty / n, latency_ms_p50=lat[n // 2], latency_ms_p99=lat[min(n - 1, int(n * 0.99))],
                   per_language_em={k: v[1] / v[0] for k, v in sorted(per_lang.items())}, completions=rows)
     if args.out:
