@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -133,9 +134,85 @@ struct GraphExecDeleter {
 };
 using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDeleter>;
 
-bool graphs_enabled() {
-  const char* v = std::getenv("GHOSTLINE_CUDA_GRAPHS");
-  return !(v && std::string_view(v) == "0");
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return std::string_view(v) != "0";
+}
+
+// GHOSTLINE_CUDA_PROFILE=1: where the forwards' time went, printed to stderr when the backend is
+// destroyed. The device's time between two marks comes from CUDA events on the stream: each
+// kernel apart when the step graphs are off (GHOSTLINE_CUDA_GRAPHS=0), the whole step when they
+// are on (no marks inside a graph); the host's from its clock. The events cost a little, so the
+// figures are for finding where the time goes, not for speed tables.
+class StepProfile {
+ public:
+  explicit StepProfile(cudaStream_t stream) : stream_(stream) {}
+  ~StepProfile() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  StepProfile(const StepProfile&) = delete;
+  StepProfile& operator=(const StepProfile&) = delete;
+
+  void begin() {
+    labels_.clear();
+    mark("");
+  }
+  // The device's time since the previous mark goes to `label`.
+  void mark(const char* label) {
+    if (labels_.size() == events_.size()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "cudaEventCreate");
+      events_.push_back(e);
+    }
+    check(cudaEventRecord(events_[labels_.size()], stream_), "cudaEventRecord");
+    labels_.push_back(label);
+  }
+  // After the stream has synchronized.
+  void end() {
+    for (size_t i = 1; i < labels_.size(); ++i) {
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, events_[i - 1], events_[i]), "cudaEventElapsedTime");
+      add(device_, labels_[i], ms);
+    }
+    ++forwards_;
+  }
+  void host(const char* label, double ms) { add(host_, label, ms); }
+
+  void print() const {
+    std::fprintf(stderr, "ghostline: CUDA profile of %ld forwards (ms in all, us per call):\n",
+                 forwards_);
+    for (const auto* part : {&device_, &host_}) {
+      std::vector<std::pair<std::string, Total>> rows(part->begin(), part->end());
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+      for (const auto& [label, t] : rows)
+        std::fprintf(stderr, "  %-6s %-24s %10.3f ms %8ld calls %9.1f us\n",
+                     part == &device_ ? "device" : "host", label.c_str(), t.ms, t.calls,
+                     1000.0 * t.ms / double(std::max(1L, t.calls)));
+    }
+  }
+
+ private:
+  struct Total {
+    double ms = 0;
+    long calls = 0;
+  };
+  static void add(std::map<std::string, Total>& m, const std::string& label, double ms) {
+    Total& t = m[label];
+    t.ms += ms;
+    ++t.calls;
+  }
+  cudaStream_t stream_;
+  std::vector<cudaEvent_t> events_;
+  std::vector<const char*> labels_;
+  std::map<std::string, Total> device_, host_;
+  long forwards_ = 0;
+};
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
 struct LayerMatrices {
@@ -147,12 +224,14 @@ struct LayerMatrices {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Model& model, KvBlockPool& pool, const BackendOptions& options)
-      : model_(model), pool_(pool), use_graphs_(graphs_enabled()) {
+      : model_(model), pool_(pool), use_graphs_(env_flag("GHOSTLINE_CUDA_GRAPHS", true)) {
     const ModelConfig& c = model.config();
     check_supported(c);
     context_ = std::make_unique<CudaContext>();
     stream_ = context_->stream();
     cublas_ = context_->cublas();
+    if (env_flag("GHOSTLINE_CUDA_PROFILE", false))
+      profile_ = std::make_unique<StepProfile>(stream_);
     upload_weights();
     kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());
     attn_scratch_ = DeviceBuffer(cuda::attention_scratch_floats(c.n_head, c.head_dim) * 4);
@@ -169,7 +248,10 @@ class CudaBackend final : public Backend {
     });
   }
 
-  ~CudaBackend() override { pool_.set_copy_hook(nullptr); }
+  ~CudaBackend() override {
+    pool_.set_copy_hook(nullptr);
+    if (profile_) profile_->print();
+  }
 
   std::string_view name() const override { return "cuda"; }
   int threads() const override { return 1; }
@@ -203,6 +285,8 @@ class CudaBackend final : public Backend {
     // A graph runs the step whole: a cancel is seen before it starts.
     if (graph && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
 
+    const auto t0 = std::chrono::steady_clock::now();
+    if (profile_) profile_->begin();
     // The few bytes that cross, through pinned memory: the first position and the token ids in
     // one copy, and the block table.
     int32_t* io = h_io_.as<int32_t>();
@@ -215,9 +299,11 @@ class CudaBackend final : public Backend {
     check(cudaMemcpyAsync(d_blocks_.as<int32_t>(), h_blocks_.as<int32_t>(),
                           size_t(n_blocks) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
           "upload block table");
+    mark("upload");
 
     if (graph) {
       launch_step_graph(n, m);
+      mark("step graph");
     } else {
       if (!run_layers(batch.cancel, n)) {
         check(cudaStreamSynchronize(stream_), "forward");
@@ -230,8 +316,17 @@ class CudaBackend final : public Backend {
       check(cudaMemcpyAsync(h_logits_.as<void>(), logits_.as<void>(), logit_bytes,
                             cudaMemcpyDeviceToHost, stream_),
             "download logits");
+    mark("logits download");
+    const auto t1 = std::chrono::steady_clock::now();
     check(cudaStreamSynchronize(stream_), "forward");
+    const auto t2 = std::chrono::steady_clock::now();
     if (m > 0) std::memcpy(logits.data(), h_logits_.as<float>(), logit_bytes);
+    if (profile_) {
+      profile_->end();
+      profile_->host("queue the work", ms_between(t0, t1));
+      profile_->host("wait for the device", ms_between(t1, t2));
+      profile_->host("copy the logits", ms_between(t2, std::chrono::steady_clock::now()));
+    }
     return true;
   }
 
@@ -406,20 +501,28 @@ class CudaBackend final : public Backend {
     cuda::add_in_place(residual, scratch, size_t(n) * w.rows, stream_);
   }
 
+  // A profile mark (GHOSTLINE_CUDA_PROFILE), never inside a graph being captured.
+  void mark(const char* label) {
+    if (profile_ && !capturing_) profile_->mark(label);
+  }
+
   // The step of n tokens with logits for the last m as one graph, captured on first use.
   void launch_step_graph(int n, int m) {
     GraphExec& exec = graphs_[{n, m}];
     if (!exec) {
       check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture");
+      capturing_ = true;
       cudaGraph_t graph = nullptr;
       try {
         run_layers(nullptr, n);
         compute_logits(n, m);
       } catch (...) {
+        capturing_ = false;
         cudaStreamEndCapture(stream_, &graph);
         if (graph) cudaGraphDestroy(graph);
         throw;
       }
+      capturing_ = false;
       check(cudaStreamEndCapture(stream_, &graph), "end capture");
       cudaGraphExec_t instance = nullptr;
       const cudaError_t e = cudaGraphInstantiate(&instance, graph, 0);
@@ -449,26 +552,37 @@ class CudaBackend final : public Backend {
     const int32_t* tokens = start_pos + 1;
 
     cuda::embed(embd_, tokens, n, x, stream_);
+    mark("embedding");
     for (int l = 0; l < c.n_layer; ++l) {
       if (l > 0 && cancel && cancel->load(std::memory_order_relaxed)) return false;
       const LayerMatrices& lw = layers_[size_t(l)];
       cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
+      mark("norms");
       matmul_bias(lw.wq, xb, n, lw.bq, q);
+      mark("q");
       matmul_bias(lw.wk, xb, n, lw.bk, k);
+      mark("k");
       matmul_bias(lw.wv, xb, n, lw.bv, v);
+      mark("v");
       cuda::rope_store_kv(q, k, v, n, start_pos, rope, kv, l, blocks, stream_);
+      mark("rope and KV store");
       cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim,
                       attn_scratch_.as<float>(), att, stream_);
+      mark("attention");
       matmul_add(lw.wo, att, n, x, proj);
+      mark("attention output");
 
       cuda::rmsnorm(x, lw.ffn_norm, n, E, c.rms_eps, xb, stream_);
+      mark("norms");
       if (n > cuda::kMaxMatvecTokens ||
           !cuda::matvec_swiglu(lw.w_gate, lw.w_up, xb, n, gate, stream_)) {
         matmul(lw.w_gate, xb, n, gate);
         matmul(lw.w_up, xb, n, up);
         cuda::swiglu(gate, up, size_t(n) * c.n_ff, stream_);
       }
+      mark("ffn gate, up, SwiGLU");
       matmul_add(lw.w_down, gate, n, x, proj);
+      mark("ffn down");
     }
     check(cudaGetLastError(), "kernel launch");
     return true;
@@ -480,7 +594,9 @@ class CudaBackend final : public Backend {
     const ModelConfig& c = model_.config();
     const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
     cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
+    mark("norms");
     matmul(output_, xb_.as<float>(), m, logits_.as<float>());
+    mark("output");
   }
 
   const Model& model_;
@@ -503,6 +619,8 @@ class CudaBackend final : public Backend {
   PinnedBuffer h_io_, h_blocks_, h_logits_;
 
   const bool use_graphs_;
+  std::unique_ptr<StepProfile> profile_;  // GHOSTLINE_CUDA_PROFILE
+  bool capturing_ = false;
   // Step graphs by (tokens, logits rows); after the buffers they name, so destroyed first.
   std::map<std::pair<int, int>, GraphExec> graphs_;
 };
