@@ -263,7 +263,8 @@ TEST_P(VecOpsTest, AttentionByBlocksIsSoftmaxAttentionAndEachRowStandsAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, VecOpsTest,
-                         ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512),
+                         ::testing::Values(CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512,
+                                           CpuIsa::kNeon),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace

@@ -15,6 +15,11 @@ const VecOps& avx2_vec_ops();
 const VecOps& avx512_vec_ops();
 }  // namespace vec_kernels
 #endif
+#if GHOSTLINE_NEON_KERNELS
+namespace vec_kernels {
+const VecOps& neon_vec_ops();
+}  // namespace vec_kernels
+#endif
 
 namespace {
 
@@ -128,6 +133,11 @@ const VecOps& vec_ops(CpuIsa isa) {
     case CpuIsa::kAvxVnni:  // no vector op needs more than AVX2
     case CpuIsa::kAvx2:
       return vec_kernels::avx2_vec_ops();
+#endif
+#if GHOSTLINE_NEON_KERNELS
+    case CpuIsa::kNeonDot:  // no vector op uses the dot product instructions
+    case CpuIsa::kNeon:
+      return vec_kernels::neon_vec_ops();
 #endif
     default:  // kScalar, and levels this target does not build (never supported here)
       break;
