@@ -113,7 +113,9 @@ __host__ __device__ constexpr int segment_bytes() {
 // consecutive lanes read consecutive words, so each load instruction of the warp reads one
 // contiguous span of the row.
 __device__ __forceinline__ void warp_copy(uint8_t* dst, const uint8_t* src, int bytes, int lane) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(src);
+  // Both ends' alignment: a warp's segment in shared memory is only as aligned as the segment
+  // size allows (Q6_K's 840 bytes: 8).
+  const uintptr_t a = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst);
   if (a % 16 == 0 && bytes % 16 == 0) {
     for (int i = lane; i < bytes / 16; i += kWarp)
       reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
