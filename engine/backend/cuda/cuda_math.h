@@ -202,18 +202,26 @@ GHOSTLINE_HD void k_scale_min(int j, const uint8_t* q, int& scale, int& min) {
   }
 }
 
+// The scale (d * sc) and offset (dmin * m) of sub-block `sub` (0..7) of a Q4_K or Q5_K
+// super-block `b`: x = scale * q - offset.
+GHOSTLINE_HD void k_sub_scale(const uint8_t* b, int sub, float& scale, float& offset) {
+  int sc, m;
+  k_scale_min(sub, b + 4, sc, m);
+  scale = half_to_float(load_u16(b)) * static_cast<float>(sc);
+  offset = half_to_float(load_u16(b + 2)) * static_cast<float>(m);
+}
+
 // Q4_K: x = (d * sc) * q - dmin * m for the 32-value sub-block holding e. Each 64 values share
 // 32 bytes of qs: the first 32 in the low nibbles, the next 32 in the high ones.
 GHOSTLINE_HD float dequant_q4_k(const uint8_t* row, int e) {
   const uint8_t* b = row + (e / kQK_K) * kQ4_KBytes;
   const int j = e % kQK_K;
   const int group = j / 64, within = j % 64;
-  int sc, m;
-  k_scale_min(2 * group + (within >= 32 ? 1 : 0), b + 4, sc, m);
+  float scale, offset;
+  k_sub_scale(b, 2 * group + (within >= 32 ? 1 : 0), scale, offset);
   const uint8_t byte = b[16 + 32 * group + within % 32];
   const int q = within < 32 ? (byte & 0xF) : (byte >> 4);
-  const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
-  return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
+  return scale * static_cast<float>(q) - offset;
 }
 
 // Q5_K: as Q4_K, with the fifth bit of value l of sub-block j at bit j of qh[l].
@@ -221,12 +229,11 @@ GHOSTLINE_HD float dequant_q5_k(const uint8_t* row, int e) {
   const uint8_t* b = row + (e / kQK_K) * kQ5_KBytes;
   const int j = e % kQK_K;
   const int sub = j / 32, l = j % 32;
-  int sc, m;
-  k_scale_min(sub, b + 4, sc, m);
+  float scale, offset;
+  k_sub_scale(b, sub, scale, offset);
   const uint8_t byte = b[48 + 32 * (sub / 2) + l];
   const int q = ((sub % 2) ? (byte >> 4) : (byte & 0xF)) + (((b[16 + l] >> sub) & 1) << 4);
-  const float d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
-  return (d * static_cast<float>(sc)) * static_cast<float>(q) - dmin * static_cast<float>(m);
+  return scale * static_cast<float>(q) - offset;
 }
 
 // Q6_K: x = d * sc * (q - 32), q = 4 low bits from ql and 2 high bits from qh. Each half of 128
@@ -337,10 +344,8 @@ GHOSTLINE_HD void chunk_iq4_xs(const uint8_t* row, int c, float* w) {
 GHOSTLINE_HD void chunk_q4_k(const uint8_t* row, int c, float* w) {
   const uint8_t* b = row + (c / 8) * kQ4_KBytes;
   const int sub = c % 8;
-  int sc, m;
-  k_scale_min(sub, b + 4, sc, m);
-  const float ds = half_to_float(load_u16(b)) * static_cast<float>(sc);
-  const float dm = half_to_float(load_u16(b + 2)) * static_cast<float>(m);
+  float ds, dm;
+  k_sub_scale(b, sub, ds, dm);
   const uint8_t* qs = b + 16 + 32 * (sub / 2);
   const int shift = 4 * (sub % 2);
   for (int i = 0; i < kChunk; ++i) w[i] = ds * static_cast<float>((qs[i] >> shift) & 0xF) - dm;
@@ -349,10 +354,8 @@ GHOSTLINE_HD void chunk_q4_k(const uint8_t* row, int c, float* w) {
 GHOSTLINE_HD void chunk_q5_k(const uint8_t* row, int c, float* w) {
   const uint8_t* b = row + (c / 8) * kQ5_KBytes;
   const int sub = c % 8;
-  int sc, m;
-  k_scale_min(sub, b + 4, sc, m);
-  const float ds = half_to_float(load_u16(b)) * static_cast<float>(sc);
-  const float dm = half_to_float(load_u16(b + 2)) * static_cast<float>(m);
+  float ds, dm;
+  k_sub_scale(b, sub, ds, dm);
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48 + 32 * (sub / 2);
   const int shift = 4 * (sub % 2);
