@@ -82,6 +82,11 @@ def fence(text):
     return "```\n" + text.replace("```", "` ` `") + "\n```"
 
 
+def labeled_results(specs):
+    """[(LABEL, the JSON of FILE)] for LABEL=FILE arguments."""
+    return [(label, json.loads(Path(f).read_text())) for label, f in (x.split("=", 1) for x in specs)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
@@ -274,8 +279,7 @@ def main():
         if worse:
             L.append("\nWhere the previous target does better on these samples: " + "; ".join(worse) + ".")
     if args.daemon_eval:
-        runs = [(spec.split("=", 1)[0], json.loads(Path(spec.split("=", 1)[1]).read_text()))
-                for spec in args.daemon_eval]
+        runs = labeled_results(args.daemon_eval)
         first = runs[0][1]
         deadline = (f"a {first['deadline_ms']} ms deadline" if first.get("deadline_ms")
                     else "the daemon's default deadline")
@@ -295,8 +299,7 @@ def main():
                 pl = de.get("per_language_em", {})
                 L.append(f"| {label} | " + " | ".join(f"{pl[x]:.3f}" if x in pl else "" for x in langs) + " |")
     if args.funcs_eval:
-        runs = [(spec.split("=", 1)[0], json.loads(Path(spec.split("=", 1)[1]).read_text()))
-                for spec in args.funcs_eval]
+        runs = labeled_results(args.funcs_eval)
         first = runs[0][1]
         fdeadline = (f"a {first['deadline_ms']} ms deadline" if isinstance(first.get("deadline_ms"), int)
                      else "the daemon's default deadline")
