@@ -371,13 +371,14 @@ int Server::run_listen(const ListenAddress& address,
       throw std::runtime_error("cannot listen on " + address.host + ":" +
                                std::to_string(address.port) + ": " + ec.message());
     tcp->listen();
-    // Port 0 binds an ephemeral port; print it so that scripts can connect.
-    spdlog::info("listening on tcp:{}:{}", address.host, tcp->local_endpoint().port());
-    std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(),
-                 tcp->local_endpoint().port());
     ListenAddress bound = address;
     bound.port = tcp->local_endpoint().port();
+    // Before the address is announced, so that a client that connects on reading it finds what
+    // on_listening prepares (the token file).
     if (on_listening) on_listening(bound);
+    // Port 0 binds an ephemeral port; print it so that scripts can connect.
+    spdlog::info("listening on tcp:{}:{}", address.host, bound.port);
+    std::fprintf(stderr, "ghostline: listening on tcp:%s:%u\n", address.host.c_str(), bound.port);
     impl_->accept<asio::ip::tcp::acceptor, asio::ip::tcp::socket>(*tcp);
   } else {
     // lstat, not stat: a symbolic link planted at the path is refused, never followed to a
@@ -405,8 +406,6 @@ int Server::run_listen(const ListenAddress& address,
     ::umask(mask);
     if (ec) throw std::runtime_error("cannot listen on " + address.path + ": " + ec.message());
     local->listen();
-    spdlog::info("listening on unix:{}", address.path);
-    std::fprintf(stderr, "ghostline: listening on unix:%s\n", address.path.c_str());
     if (on_listening) {
       try {
         on_listening(address);
@@ -415,6 +414,8 @@ int Server::run_listen(const ListenAddress& address,
         throw;
       }
     }
+    spdlog::info("listening on unix:{}", address.path);
+    std::fprintf(stderr, "ghostline: listening on unix:%s\n", address.path.c_str());
     impl_->accept<asio::local::stream_protocol::acceptor, asio::local::stream_protocol::socket>(
         *local);
   }

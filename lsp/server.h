@@ -38,7 +38,7 @@ class Server {
   // of this user is at a unix socket's path (a symbolic link is never followed). On a unix
   // socket only clients of this user are served (SO_PEERCRED). `on_listening` is called once the
   // socket listens, before the first client is accepted, with the address as bound (the port
-  // that tcp:HOST:0 got); what it throws ends run_listen.
+  // that tcp:HOST:0 got) and before "listening on" is printed; what it throws ends run_listen.
   int run_listen(const ListenAddress& address,
                  const std::function<void(const ListenAddress& bound)>& on_listening = {});
 
