@@ -222,9 +222,14 @@ def main():
     L.append(f"- Seed {cfg['seed']}; target and draft trained together on identical batches of "
              f"{a['batch']} x {a['ctx']} tokens; {last['step']} steps, **{last['tokens']:,} tokens seen** in this run.")
     fim, span = a.get("fim_rate", 0.5), a.get("span_rate", 0.5)
-    L.append(f"- {fim:.0%} of the rows are FIM (of those, half PSM and half SPM; middles: "
-             f"{(1 - span) * 0.7:.0%} the rest of a line, {(1 - span) * 0.3:.0%} the rest of a line plus up to "
-             f"4 lines, {span:.0%} a random span), split on characters; the rest plain left-to-right.")
+    spm, block = a.get("spm_rate", 0.5), a.get("block_rate", 0.0)
+    line = max(0.0, 1 - span - block)
+    shaped = (" shaped like the daemon's prompts (suffix of at most 128 tokens, prefix cut at a line start)"
+              if "spm_rate" in a else "")
+    L.append(f"- {fim:.0%} of the rows are FIM{shaped} (of those, {spm:.0%} SPM and {1 - spm:.0%} PSM; middles: "
+             f"{line * 0.7:.0%} the rest of a line, {line * 0.3:.0%} the rest of a line plus up to 4 lines, "
+             + (f"{block:.0%} the body of a block after its opening line, " if block else "")
+             + f"{span:.0%} a random span), split on characters; the rest plain left-to-right.")
     L.append(f"- AdamW (betas 0.9/0.95, weight decay {a['wd']}), peak LR {a['lr']} (draft "
              f"{a['draft_lr']}), {a['warmup']} warmup steps, constant, linear decay to 10% over the last "
              f"{a['decay_frac']:.0%}; gradient clip 1.0. The draft's loss is "
@@ -352,7 +357,8 @@ def main():
     if cfg.get("init_gguf"):
         opts = (" --tokenizer-from PREVIOUS/ghostline-code.gguf --init-gguf PREVIOUS/ghostline-code.gguf "
                 "PREVIOUS/ghostline-code-draft.gguf")
-    for key, flag in (("lr", "--lr"), ("fim_rate", "--fim-rate"), ("span_rate", "--span-rate")):
+    for key, flag in (("lr", "--lr"), ("fim_rate", "--fim-rate"), ("spm_rate", "--spm-rate"),
+                      ("span_rate", "--span-rate"), ("block_rate", "--block-rate")):
         if key in a:
             opts += f" {flag} {a[key]:g}"
     if a.get("device") == "cuda":

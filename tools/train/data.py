@@ -10,6 +10,13 @@ Templates (token names from tokenizer.SPECIALS):
   PSM: <|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>M<|endoftext|>
   SPM: <|fim_suffix|>S<|fim_prefix|>P<|fim_middle|>M<|endoftext|>
   plain: <|file_sep|> between files (a row may start inside a file)
+
+FIM samples are shaped like the prompts the daemon sends the exported models (its prompt
+assembler): SPM for the most part (the template the daemon uses when a model names both), a
+suffix of at most DAEMON_SUFFIX_TOKENS, a prefix that starts at a line start when it is cut, and
+middles where the daemon asks for them: the rest of a line (sometimes with more lines), the body
+of a block after the line that opens it (the cursor on the new line's indentation, as an editor
+leaves it after Enter), and a smaller share of random spans.
 """
 import bisect
 import json
@@ -19,6 +26,11 @@ import numpy as np
 # Languages not listed weigh 0.1 (rust); lua has about 1 MB only.
 LANG_WEIGHTS = {"python": 0.3, "go": 0.25, "cpp": 0.2, "ts": 0.125, "js": 0.125, "lua": 0.01}
 MAX_MIDDLE_TOKENS = 96
+# The daemon's suffix limit for an SPM prompt (PromptLimits::max_suffix_tokens).
+DAEMON_SUFFIX_TOKENS = 128
+# Line ends after which a block opens (Python, the brace languages, Lua).
+BLOCK_OPENERS = (":", "{", "(", "[", " then", " do", ")")
+MAX_BLOCK_LINES = 8
 
 
 def load_docs(corpus_path, split):
@@ -70,7 +82,7 @@ class DocSampler:
 
 
 class RowBuilder:
-    def __init__(self, tok, docs, ctx, fim_rate=0.5, spm_rate=0.5, span_rate=0.5):
+    def __init__(self, tok, docs, ctx, fim_rate=0.5, spm_rate=0.5, span_rate=0.5, block_rate=0.0):
         self.tok = tok
         self.sampler = DocSampler(docs)
         self.docs = docs
@@ -78,6 +90,7 @@ class RowBuilder:
         self.fim_rate = fim_rate
         self.spm_rate = spm_rate
         self.span_rate = span_rate  # share of FIM samples whose middle is a random span, not line-based
+        self.block_rate = block_rate  # share whose middle is the body of a block after its opener
         s = tok.special
         self.PRE, self.SUF, self.MID = s["<|fim_prefix|>"], s["<|fim_suffix|>"], s["<|fim_middle|>"]
         self.EOT, self.SEP = s["<|endoftext|>"], s["<|file_sep|>"]
@@ -106,8 +119,13 @@ class RowBuilder:
         if len(text) < 20:
             return None
         mode = rng.random()
-        line_rate = 1.0 - self.span_rate
-        if mode < line_rate:
+        line_rate = max(0.0, 1.0 - self.span_rate - self.block_rate)
+        if line_rate <= mode < line_rate + self.block_rate:
+            cut = self._block(text, rng)
+            if cut is None:
+                return None
+            a, b = cut
+        elif mode < line_rate:
             # Cursor inside a line; the middle is the rest of that line (+ sometimes more lines).
             nl = [i for i, ch in enumerate(text) if ch == "\n"]
             if not nl:
@@ -127,17 +145,56 @@ class RowBuilder:
         if len(m) > MAX_MIDDLE_TOKENS:
             return None
         p = self.tok.encode(P)
-        s = self.tok.encode(S)
+        s = self.tok.encode(S)[:DAEMON_SUFFIX_TOKENS]
         room = budget - len(m) - 4
         if room < 8:
             return None
-        # Keep the text nearest the cursor: cut the prefix on the left, the suffix on the right.
+        # Keep the text nearest the cursor: cut the prefix on the left (at a line start, as the
+        # daemon drops whole lines), the suffix on the right.
         keep_p = min(len(p), max(room // 2, room - len(s)))
-        p = p[len(p) - keep_p:]
+        if keep_p < len(p):
+            p = self._prefix_from_line_start(P, p, keep_p)
         s = s[:max(0, room - len(p))]
         if rng.random() < self.spm_rate:
             return [self.SUF] + s + [self.PRE] + p + [self.MID] + m + [self.EOT]
         return [self.PRE] + p + [self.SUF] + s + [self.MID] + m + [self.EOT]
+
+    def _prefix_from_line_start(self, P, p, keep):
+        """The prefix's last `keep` tokens, moved on to the next line start (P's tokens are p);
+        the plain token cut when the kept text holds no line start (one very long line)."""
+        raw = P.encode("utf-8")
+        cut = len(raw) - len(self.tok.decode_bytes(p[len(p) - keep:]))
+        start = raw.find(b"\n", max(0, cut - 1)) + 1
+        if 0 < start < len(raw):
+            try:
+                return self.tok.encode(raw[start:].decode("utf-8"))
+            except UnicodeDecodeError:
+                pass
+        return p[len(p) - keep:]
+
+    def _block(self, text, rng):
+        """(cursor, end) of a block body: a line ending with an opener, then the lines indented
+        deeper than it. The cursor sits after the first body line's indentation; the middle runs
+        to the end of the block's last line (at most MAX_BLOCK_LINES lines). None: no block."""
+        lines = text.split("\n")
+        starts = [0]
+        for ln in lines[:-1]:
+            starts.append(starts[-1] + len(ln) + 1)
+        indent = lambda ln: len(ln) - len(ln.lstrip(" \t"))
+        # The last line may be cut by the window: blocks end before it.
+        openers = [i for i in range(len(lines) - 2)
+                   if lines[i].rstrip().endswith(BLOCK_OPENERS) and lines[i + 1].strip()
+                   and indent(lines[i + 1]) > indent(lines[i])]
+        if not openers:
+            return None
+        i = openers[int(rng.integers(0, len(openers)))]
+        j = i + 1
+        while (j + 1 < len(lines) - 1 and j - i < MAX_BLOCK_LINES
+               and (not lines[j + 1].strip() or indent(lines[j + 1]) > indent(lines[i]))):
+            j += 1
+        while j > i + 1 and not lines[j].strip():
+            j -= 1
+        return starts[i + 1] + indent(lines[i + 1]), starts[j] + len(lines[j])
 
     def row(self, seed, step, index):
         rng = np.random.default_rng([seed, step, index])

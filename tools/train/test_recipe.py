@@ -174,6 +174,39 @@ class DataTest(unittest.TestCase):
             self.assertLessEqual(len(sample), 200)
         self.assertGreater(fim_rows, 0)
 
+    def test_fim_samples_are_shaped_like_the_daemons_prompts(self):
+        tok = small_tokenizer()
+        s = tok.special
+        text = "".join("def f%d(x, y):\n    if x > %d:\n        return y\n    z = x * %d\n    return z + y\n\n"
+                       % (i, i, i) for i in range(60))
+        docs = [dict(lang="python", text=text)]
+        rb = RowBuilder(tok, docs, 512, spm_rate=1.0, span_rate=0.0, block_rate=1.0)
+        blocks = cut_prefixes = 0
+        for i in range(40):
+            sample = rb.fim(np.random.default_rng(i), 300)
+            if sample is None:
+                continue
+            # SPM: <|fim_suffix|>S<|fim_prefix|>P<|fim_middle|>M<|endoftext|>
+            self.assertEqual(sample[0], s["<|fim_suffix|>"])
+            pre, mid = sample.index(s["<|fim_prefix|>"]), sample.index(s["<|fim_middle|>"])
+            self.assertLessEqual(pre - 1, 128)
+            prefix, middle = tok.decode(sample[pre + 1:mid]), tok.decode(sample[mid + 1:-1])
+            # The cursor is on the indentation of the line after an opener; the middle is the body.
+            last_lines = prefix.split("\n")
+            self.assertGreaterEqual(len(last_lines), 2, prefix)
+            self.assertTrue(last_lines[-2].endswith(":"), prefix)
+            self.assertEqual(last_lines[-1].strip(), "", prefix)
+            self.assertGreater(len(last_lines[-1]), len(last_lines[-2]) - len(last_lines[-2].lstrip()))
+            self.assertIn(prefix + middle, text)
+            self.assertFalse(middle.endswith("\n"))
+            blocks += 1
+            # A prefix cut to fit starts at a line start.
+            if not text.startswith(prefix):
+                cut_prefixes += 1
+                self.assertIn("\n" + prefix, text)
+        self.assertGreater(blocks, 10)
+        self.assertGreater(cut_prefixes, 0)
+
     def test_worker_processes_build_the_inline_batches(self):
         from train import BatchStream
         tok = small_tokenizer()

@@ -158,10 +158,14 @@ def main():
     ap.add_argument("--wd", type=float, default=0.1)
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--decay-frac", type=float, default=0.25)
-    ap.add_argument("--fim-rate", type=float, default=0.5, help="share of FIM rows (PSM and SPM half each)")
-    ap.add_argument("--span-rate", type=float, default=0.5,
-                    help="share of FIM middles that are random spans; the rest end at a line end (70%% the "
-                         "rest of one line, 30%% up to 4 more lines)")
+    ap.add_argument("--fim-rate", type=float, default=0.6, help="share of FIM rows")
+    ap.add_argument("--spm-rate", type=float, default=0.8,
+                    help="share of FIM rows in the SPM template (the one the daemon sends these models); "
+                         "the rest PSM")
+    ap.add_argument("--span-rate", type=float, default=0.2, help="share of FIM middles that are random spans")
+    ap.add_argument("--block-rate", type=float, default=0.2,
+                    help="share of FIM middles that are the body of a block after its opening line; the "
+                         "rest end at a line end (70%% the rest of one line, 30%% up to 4 more lines)")
     ap.add_argument("--distill", type=float, default=0.5, help="weight of the draft's KL term")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                     help="torch intra-op threads (oneDNN's bf16 matmuls use these, not OpenBLAS's)")
@@ -213,7 +217,8 @@ def main():
     tok = Tokenizer.load(work / "tokenizer.json")
     splits = load_splits(work / "data" / "corpus.jsonl")
     docs, held = splits["train"], splits["heldout"]
-    rows = RowBuilder(tok, docs, args.ctx, fim_rate=args.fim_rate, span_rate=args.span_rate)
+    rows = RowBuilder(tok, docs, args.ctx, fim_rate=args.fim_rate, spm_rate=args.spm_rate,
+                      span_rate=args.span_rate, block_rate=args.block_rate)
     val_rows = RowBuilder(tok, held, args.ctx)
     val_batch = val_rows.batch(args.seed + 1, 0, 8)
 
