@@ -137,6 +137,9 @@ struct Options {
   bool per_shape = true;
   bool model = true;
   bool in_cache = false;  // decode from one copy that stays in cache: the kernel's own speed
+  // Tokens of the whole-model decode besides 1 (a verification batch of speculative decoding:
+  // the last token and the drafted ones), each timed against a single token.
+  std::vector<int64_t> batch_tokens;
   TimeBase time_base = TimeBase::kWall;
 };
 
@@ -211,15 +214,17 @@ void bench_model_decode(const Options& o, GgmlType type, double bw, cpu::ThreadP
   ms.push_back(make_matrix(type, kOut, ++seed, o.isa, pool));
   double bytes = 0;
   for (auto& m : ms) bytes += double(m.w.row_bytes) * m.w.rows;
-  std::vector<float> x(4864, 0.25f), y(kOut.rows);
-  auto token = [&] {
-    for (auto& m : ms) cpu::matmul(m.w, x.data(), 1, y.data(), pool, o.isa);
+  const int64_t max_n =
+      o.batch_tokens.empty() ? 1 : *std::max_element(o.batch_tokens.begin(), o.batch_tokens.end());
+  std::vector<float> x(size_t(max_n) * 4864, 0.25f), y(size_t(max_n) * kOut.rows);
+  auto token = [&](int64_t n) {
+    for (auto& m : ms) cpu::matmul(m.w, x.data(), n, y.data(), pool, o.isa);
   };
-  token();
+  token(1);
   std::vector<double> times;
   for (int rep = 0; rep < 15; ++rep) {
     const Stopwatch watch(o.time_base, o.threads);
-    token();
+    token(1);
     times.push_back(watch.seconds());
   }
   // The median says what to expect; the best run is the one least disturbed by other work.
@@ -231,6 +236,26 @@ void bench_model_decode(const Options& o, GgmlType type, double bw, cpu::ThreadP
       std::string(engine::ggml_type_name(type)).c_str(), bytes / 1e6, median * 1e3, best * 1e3,
       1.0 / median, 1.0 / best, bytes / median / 1e9, bytes / best / 1e9,
       100.0 * bytes / median / 1e9 / bw, 100.0 * bytes / best / 1e9 / bw);
+  // Batches: each repetition times one token and then the batch, so that a drift of the
+  // machine's speed moves both; the ratio is the median of the pairs'.
+  for (int64_t n : o.batch_tokens) {
+    std::vector<double> ratios, batch_ms;
+    token(n);
+    for (int rep = 0; rep < 15; ++rep) {
+      const Stopwatch one(o.time_base, o.threads);
+      token(1);
+      const double t1 = one.seconds();
+      const Stopwatch many(o.time_base, o.threads);
+      token(n);
+      const double tn = many.seconds();
+      ratios.push_back(tn / t1);
+      batch_ms.push_back(tn * 1e3);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    std::sort(batch_ms.begin(), batch_ms.end());
+    std::printf("|   %ld tokens at once | | %.2f ms | %.2fx one token | | |\n",
+                static_cast<long>(n), batch_ms[batch_ms.size() / 2], ratios[ratios.size() / 2]);
+  }
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -274,6 +299,20 @@ bool parse(int argc, char** argv, Options& o) {
       o.per_shape = false;
     } else if (a == "--shapes-only") {
       o.model = false;
+    } else if (a == "--batch") {
+      o.batch_tokens.clear();
+      const std::string list = value();
+      for (size_t p = 0; p < list.size();) {
+        size_t e = list.find(',', p);
+        if (e == std::string::npos) e = list.size();
+        const long n = std::atol(list.substr(p, e - p).c_str());
+        if (n < 2 || n > 64) {
+          std::fprintf(stderr, "--batch takes token counts from 2 to 64, comma-separated\n");
+          return false;
+        }
+        o.batch_tokens.push_back(n);
+        p = e + 1;
+      }
     } else if (a == "--in-cache") {
       o.in_cache = true;
       o.model = false;
@@ -281,7 +320,7 @@ bool parse(int argc, char** argv, Options& o) {
       std::printf(
           "usage: ghostline-matmul-bench [-t N] [--types F16,Q8_0,...] [--isa LEVEL]\n"
           "                              [--prefill-tokens N] [--model-only | --shapes-only]\n"
-          "                              [--cpu-time] [--in-cache]\n"
+          "                              [--cpu-time] [--in-cache] [--batch 2,5,9]\n"
           "Times matmul at the Qwen2.5-Coder-0.5B shapes: decode (1 token) per shape and for\n"
           "all products of one token of the whole model, prefill (N tokens, default 512) per\n"
           "layer shape; reports GB/s and GFLOP/s as fractions of the measured read bandwidth\n"
@@ -289,7 +328,9 @@ bool parse(int argc, char** argv, Options& o) {
           "--cpu-time measures everything (ceilings too) in process CPU time per thread, for\n"
           "machines shared with other work. --in-cache times decode per shape on one copy of\n"
           "the matrix that stays in cache (no output shape): what the kernel computes when\n"
-          "memory is not the limit; well above the read ceiling means decode is memory bound.\n");
+          "memory is not the limit; well above the read ceiling means decode is memory bound.\n"
+          "--batch N,... also times all products of the whole model for N tokens at once (a\n"
+          "speculative verification batch) against one token, in pairs.\n");
       return false;
     }
   }
