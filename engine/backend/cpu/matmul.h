@@ -82,7 +82,8 @@ inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
 // verification compares them with single steps, and the decode kernels guarantee it) or may be
 // computed together (kBatch: the tokens of a prompt). A batch of kMatmulBatchMinTokens tokens
 // or more takes the prefill path, which reads each weight once for all its tokens: from about
-// this many tokens on it is faster than the decode path, which computes each token apart.
+// this many tokens on it is faster than the decode path, which reads packed weights once for up
+// to four tokens at the AVX-512 level (two for the K-quants) and once per token elsewhere.
 enum class Tokens { kSteps, kBatch };
 inline constexpr int64_t kMatmulBatchMinTokens = 6;
 
