@@ -251,9 +251,13 @@ def main():
                 if vals else "."))
     L.append("\n![loss curve](loss.svg)\n")
     L.append("## Evaluation (held-out files)\n")
+    if "template" in ev:  # prompts as the daemon sends them
+        prompt = (f"{ev['template'].upper()} prompt with up to {ev['prefix_tokens']} prefix tokens (cut at a "
+                  f"line start) and {ev['suffix_tokens']} suffix tokens")
+    else:
+        prompt = f"PSM prompt with up to {ev['prefix_tokens']} prefix and {ev['suffix_tokens']} suffix tokens"
     L.append(f"Single-line infill, {ev['samples']} samples (seed {ev['seed']}, languages in turn): cursor "
-             f"at a random point of a random non-blank line, expected middle = rest of that line. PSM "
-             f"prompt with up to {ev['prefix_tokens']} prefix and {ev['suffix_tokens']} suffix tokens, "
+             f"at a random point of a random non-blank line, expected middle = rest of that line. {prompt}, "
              f"greedy, completion cut at the first newline or control token. Measured on the GGUF files as shipped "
              f"(weights dequantized), by `tools/train/eval.py`.\n")
     L.append("| model | exact match | edit similarity | empty | perplexity (tokens) | bits/byte | draft acceptance |\n"

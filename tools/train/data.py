@@ -48,6 +48,23 @@ def load_splits(corpus_path, splits=("train", "heldout")):
     return docs
 
 
+def prefix_from_line_start(tok, P, p, keep):
+    """The last `keep` tokens of prefix text P (whose tokens are p), moved on to the next line
+    start, as the daemon cuts a prefix; the plain token cut when the kept text holds no line
+    start (one very long line)."""
+    if keep >= len(p):
+        return p
+    raw = P.encode("utf-8")
+    cut = len(raw) - len(tok.decode_bytes(p[len(p) - keep:]))
+    start = raw.find(b"\n", max(0, cut - 1)) + 1
+    if 0 < start < len(raw):
+        try:
+            return tok.encode(raw[start:].decode("utf-8"))
+        except UnicodeDecodeError:
+            pass
+    return p[len(p) - keep:]
+
+
 class DocSampler:
     """Chooses documents: a language by LANG_WEIGHTS, then a file by its length."""
 
@@ -153,24 +170,11 @@ class RowBuilder:
         # daemon drops whole lines), the suffix on the right.
         keep_p = min(len(p), max(room // 2, room - len(s)))
         if keep_p < len(p):
-            p = self._prefix_from_line_start(P, p, keep_p)
+            p = prefix_from_line_start(self.tok, P, p, keep_p)
         s = s[:max(0, room - len(p))]
         if rng.random() < self.spm_rate:
             return [self.SUF] + s + [self.PRE] + p + [self.MID] + m + [self.EOT]
         return [self.PRE] + p + [self.SUF] + s + [self.MID] + m + [self.EOT]
-
-    def _prefix_from_line_start(self, P, p, keep):
-        """The prefix's last `keep` tokens, moved on to the next line start (P's tokens are p);
-        the plain token cut when the kept text holds no line start (one very long line)."""
-        raw = P.encode("utf-8")
-        cut = len(raw) - len(self.tok.decode_bytes(p[len(p) - keep:]))
-        start = raw.find(b"\n", max(0, cut - 1)) + 1
-        if 0 < start < len(raw):
-            try:
-                return self.tok.encode(raw[start:].decode("utf-8"))
-            except UnicodeDecodeError:
-                pass
-        return p[len(p) - keep:]
 
     def _block(self, text, rng):
         """(cursor, end) of a block body: a line ending with an opener, then the lines indented

@@ -24,12 +24,12 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from data import load_docs  # noqa: E402
+from data import DAEMON_SUFFIX_TOKENS, load_docs, prefix_from_line_start  # noqa: E402
 from gguf_writer import GGUFReader  # noqa: E402
 from model import Config, Transformer  # noqa: E402
 from tokenizer import Tokenizer  # noqa: E402
 
-PREFIX_TOKENS, SUFFIX_TOKENS, GEN_TOKENS = 256, 128, 24
+PREFIX_TOKENS, SUFFIX_TOKENS, GEN_TOKENS = 256, DAEMON_SUFFIX_TOKENS, 24
 
 
 def load_gguf_model(path):
@@ -117,10 +117,15 @@ def make_samples(docs, n, seed):
     return samples
 
 
-def infill_prompt(tok, s):
-    p = tok.encode(s["prefix"])[-PREFIX_TOKENS:]
+def infill_prompt(tok, s, template="spm"):
+    """The sample's prompt as the daemon sends it to the exported models: SPM (their GGUF names
+    both templates, and the daemon then takes SPM), the prefix cut at a line start; or PSM."""
+    p = tok.encode(s["prefix"])
+    p = prefix_from_line_start(tok, s["prefix"], p, PREFIX_TOKENS)
     q = tok.encode(s["suffix"])[:SUFFIX_TOKENS]
     sp = tok.special
+    if template == "spm":
+        return [sp["<|fim_suffix|>"]] + q + [sp["<|fim_prefix|>"]] + p + [sp["<|fim_middle|>"]]
     return [sp["<|fim_prefix|>"]] + p + [sp["<|fim_suffix|>"]] + q + [sp["<|fim_middle|>"]]
 
 
@@ -213,6 +218,8 @@ def main():
     ap.add_argument("--ppl-tokens", type=int, default=40000)
     ap.add_argument("--seed", type=int, default=4321)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--template", choices=("spm", "psm"), default="spm",
+                    help="FIM template of the prompts (spm: what the daemon sends these models)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     t_start = time.time()
@@ -232,7 +239,7 @@ def main():
     agree = [0, 0]
     examples = []
     for i, s in enumerate(samples):
-        prompt = infill_prompt(tok, s)
+        prompt = infill_prompt(tok, s, args.template)
         # The first prompts also serve the speculative replay: there the target runs on (24 tokens).
         t_ids = greedy(target, prompt, GEN_TOKENS, stop_ids=specials if i < args.accept_samples else line_stop)
         d_ids = greedy(draft, prompt, GEN_TOKENS, stop_ids=line_stop)
@@ -268,7 +275,8 @@ def main():
                   f"{res['draft']['es'] / n:.3f}; {time.time() - t_start:.0f}s", file=sys.stderr, flush=True)
     n = len(samples)
     report = dict(
-        samples=n, seed=args.seed, prefix_tokens=PREFIX_TOKENS, suffix_tokens=SUFFIX_TOKENS,
+        samples=n, seed=args.seed, template=args.template, prefix_tokens=PREFIX_TOKENS,
+        suffix_tokens=SUFFIX_TOKENS,
         target=dict(exact_match=res["target"]["em"] / n, edit_similarity=res["target"]["es"] / n,
                     empty_completions=res["target"]["empty"] / n,
                     params=sum(p.numel() for p in target.parameters()),
