@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from data import LANG_WEIGHTS
@@ -263,6 +264,9 @@ def main():
     L.append("| model | exact match | edit similarity | empty | perplexity (tokens) | bits/byte | draft acceptance |\n"
              "|---|---|---|---|---|---|---|")
     base = json.loads(Path(args.baseline_eval).read_text()) if args.baseline_eval else None
+    if base is not None and base.get("template", "psm") != ev.get("template", "psm"):
+        sys.exit(f"card.py: the baseline eval used {base.get('template', 'psm').upper()} prompts and this run's "
+                 f"{ev.get('template', 'psm').upper()}: evaluate both pairs with the same --template")
     rows = [("", ev)] + ([("previous ", base)] if base else [])
     for label, e in rows:
         for name in ("target", "draft"):
