@@ -24,6 +24,10 @@ constexpr double kCostWeight = 0.2;
 // A source skipped this many rounds in a row (its estimate said it would not pay) is tried
 // once more, so that a stale low estimate can recover.
 constexpr int kProbeAfterSkips = 32;
+// A draft's probe costs what its round is expected to lose, the draft's catch-up on the context
+// it has not seen included (a whole prompt, when it has not run since the last one): probes are
+// spaced so that this is at most this share of the decoding.
+constexpr double kDraftProbeShare = 0.02;
 
 // A verification batch of [last token, d1..dk] must stay within what the backend computes as
 // single steps, so that greedy output equals the plain loop's.
@@ -363,26 +367,41 @@ class SpeculativeRun {
     }
     k_for_draft_ = 0;
     double v_draft = 0;
+    int lag = 0;  // context the draft has not seen (prompt, or tokens of n-gram rounds)
     if (draft_) {
       const int ctx_len = static_cast<int>(context_.size());
-      // Context the draft has not seen (prompt, or tokens of n-gram rounds) is run first.
-      const int lag = std::max(0, ctx_len - 1 - spec_.draft_seq->n_tokens);
+      // What the draft has not seen is run first.
+      lag = std::max(0, ctx_len - 1 - spec_.draft_seq->n_tokens);
       const double a = k_draft_->acceptance();
       const SpeculationCosts* costs = spec_.costs;
       const int k = !costs || k_draft_->rounds() == 0 ? k_draft_->k()
                                                        : k_draft_->best_k(a, *costs, true, lag);
       // The draft holds the context and d1..d(k-1) at the end of its proposal.
       k_for_draft_ = std::min({room, k, draft_->model().n_ctx() - ctx_len + 1});
-      if (k_for_draft_ >= 1)
-        v_draft = costs ? k_draft_->tokens_per_cost(k_for_draft_, a, *costs, true, lag)
-                        : AdaptiveK::expected_tokens(a, k_for_draft_) /
-                              (1.0 + k_draft_->cost_per_token() * k_for_draft_ +
-                               draft_cost_.catch_up_per_token * lag);
+      auto value = [&](int behind) {
+        return costs ? k_draft_->tokens_per_cost(k_for_draft_, a, *costs, true, behind)
+                     : AdaptiveK::expected_tokens(a, k_for_draft_) /
+                           (1.0 + k_draft_->cost_per_token() * k_for_draft_ +
+                            draft_cost_.catch_up_per_token * behind);
+      };
+      if (k_for_draft_ >= 1) v_draft = value(lag);
+      // The catch-up is paid once for the rest of the generation, not by this round alone: a
+      // draft that pays once caught up runs when what it saves over the tokens still to come
+      // (a share 1 - 1 / v of their steps) exceeds the catch-up.
+      if (k_for_draft_ >= 1 && lag > 0 && v_draft < kMinTokensPerCost) {
+        const double caught_up = value(0);
+        const double catch_up = lag * (costs ? costs->draft_catch_up_per_token()
+                                             : draft_cost_.catch_up_per_token);
+        const int to_come = std::min(o_.max_tokens - n_emitted(),
+                                     target_.model().n_ctx() - seq_.n_tokens);
+        if (caught_up >= kMinTokensPerCost && to_come * (1.0 - 1.0 / caught_up) > catch_up)
+          v_draft = caught_up;
+      }
     }
     const bool ngram_ok = v_ngram >= kMinTokensPerCost ||
                           (v_ngram > 0 && k_ngram_->skipped() >= kProbeAfterSkips);
     const bool draft_ok = v_draft >= kMinTokensPerCost ||
-                          (k_for_draft_ >= 1 && k_draft_->skipped() >= kProbeAfterSkips);
+                          (k_for_draft_ >= 1 && k_draft_->skipped() >= draft_probe_after(lag));
     Source source = Source::None;
     if (ngram_ok && (!draft_ok || v_ngram >= v_draft))
       source = Source::Ngram;
@@ -392,6 +411,22 @@ class SpeculativeRun {
     if (k_for_draft_ >= 1 && source != Source::Draft) k_draft_->skip();
     if (source == Source::Ngram) drafts_ = std::move(ngram.tokens);
     return source;
+  }
+
+  // Skipped rounds after which the draft is tried again though its estimate says it would not
+  // pay: kProbeAfterSkips, or more when a probe is expected to lose more than that many rounds
+  // can bear (its cost: the catch-up of `lag` tokens, the draft's steps, the verification;
+  // against the tokens it is expected to emit), so that probes cost at most kDraftProbeShare of
+  // the decoding.
+  int draft_probe_after(int lag) const {
+    const int k = k_for_draft_;
+    const double cost = spec_.costs ? spec_.costs->round_cost(k, true, lag)
+                                    : 1.0 + k_draft_->cost_per_token() * k +
+                                          draft_cost_.catch_up_per_token * lag;
+    const double loss = cost - AdaptiveK::expected_tokens(k_draft_->acceptance(), k);
+    const double rounds = std::max(0.0, loss) / kDraftProbeShare;
+    return rounds < kProbeAfterSkips ? kProbeAfterSkips
+                                     : static_cast<int>(std::min(rounds, 1e6));
   }
 
   // Catches the draft KV up with the context in one forward, then proposes k tokens (greedy, or
