@@ -18,7 +18,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cuda_kernels.cuh"
 #include "engine/backend/cuda_module.h"
@@ -210,11 +210,6 @@ class StepProfile {
   long forwards_ = 0;
 };
 
-double ms_between(std::chrono::steady_clock::time_point a,
-                  std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 struct LayerMatrices {
   DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   const float *attn_norm = nullptr, *ffn_norm = nullptr;
@@ -285,7 +280,6 @@ class CudaBackend final : public Backend {
     // A graph runs the step whole: a cancel is seen before it starts.
     if (graph && batch.cancel && batch.cancel->load(std::memory_order_relaxed)) return false;
 
-    using Clock = std::chrono::steady_clock;
     Clock::time_point t0, t1, t2;  // read only when profiling: the step's hot path stays bare
     if (profile_) {
       t0 = Clock::now();
