@@ -379,10 +379,7 @@ class SpeculativeRun {
       // The draft holds the context and d1..d(k-1) at the end of its proposal.
       k_for_draft_ = std::min({room, k, draft_->model().n_ctx() - ctx_len + 1});
       auto value = [&](int behind) {
-        return costs ? k_draft_->tokens_per_cost(k_for_draft_, a, *costs, true, behind)
-                     : AdaptiveK::expected_tokens(a, k_for_draft_) /
-                           (1.0 + k_draft_->cost_per_token() * k_for_draft_ +
-                            draft_cost_.catch_up_per_token * behind);
+        return AdaptiveK::expected_tokens(a, k_for_draft_) / draft_round_cost(k_for_draft_, behind);
       };
       if (k_for_draft_ >= 1) v_draft = value(lag);
       // The catch-up is paid once for the rest of the generation, not by this round alone: a
@@ -390,8 +387,7 @@ class SpeculativeRun {
       // (a share 1 - 1 / v of their steps) exceeds the catch-up.
       if (k_for_draft_ >= 1 && lag > 0 && v_draft < kMinTokensPerCost) {
         const double caught_up = value(0);
-        const double catch_up = lag * (costs ? costs->draft_catch_up_per_token()
-                                             : draft_cost_.catch_up_per_token);
+        const double catch_up = draft_catch_up(lag);
         const int to_come = std::min(o_.max_tokens - n_emitted(),
                                      target_.model().n_ctx() - seq_.n_tokens);
         if (caught_up >= kMinTokensPerCost && to_come * (1.0 - 1.0 / caught_up) > catch_up)
@@ -413,6 +409,17 @@ class SpeculativeRun {
     return source;
   }
 
+  // A round of k draft proposals after catching the draft up on `lag` tokens, in target steps:
+  // as measured, or by the target backend's priors until then.
+  double draft_round_cost(int k, int lag) const {
+    return spec_.costs ? spec_.costs->round_cost(k, true, lag)
+                       : 1.0 + k_draft_->cost_per_token() * k + draft_catch_up(lag);
+  }
+  double draft_catch_up(int lag) const {
+    return lag * (spec_.costs ? spec_.costs->draft_catch_up_per_token()
+                              : draft_cost_.catch_up_per_token);
+  }
+
   // Skipped rounds after which the draft is tried again though its estimate says it would not
   // pay: kProbeAfterSkips, or more when a probe is expected to lose more than that many rounds
   // can bear (its cost: the catch-up of `lag` tokens, the draft's steps, the verification;
@@ -420,10 +427,8 @@ class SpeculativeRun {
   // the decoding.
   int draft_probe_after(int lag) const {
     const int k = k_for_draft_;
-    const double cost = spec_.costs ? spec_.costs->round_cost(k, true, lag)
-                                    : 1.0 + k_draft_->cost_per_token() * k +
-                                          draft_cost_.catch_up_per_token * lag;
-    const double loss = cost - AdaptiveK::expected_tokens(k_draft_->acceptance(), k);
+    const double loss =
+        draft_round_cost(k, lag) - AdaptiveK::expected_tokens(k_draft_->acceptance(), k);
     const double rounds = std::max(0.0, loss) / kDraftProbeShare;
     return rounds < kProbeAfterSkips ? kProbeAfterSkips
                                      : static_cast<int>(std::min(rounds, 1e6));
