@@ -258,6 +258,17 @@ void bench_model_decode(const Options& o, GgmlType type, double bw, cpu::ThreadP
   }
 }
 
+// The comma-separated items of an option's value.
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  for (size_t p = 0; p <= list.size();) {
+    const size_t e = std::min(list.find(',', p), list.size());
+    items.push_back(list.substr(p, e - p));
+    p = e + 1;
+  }
+  return items;
+}
+
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -266,10 +277,7 @@ bool parse(int argc, char** argv, Options& o) {
       o.threads = std::atoi(value().c_str());
     } else if (a == "--types") {
       o.types.clear();
-      std::string list = value();
-      for (size_t p = 0; p <= list.size();) {
-        const size_t e = std::min(list.find(',', p), list.size());
-        const std::string name = list.substr(p, e - p);
+      for (const std::string& name : split_list(value())) {
         bool found = false;
         for (uint32_t id = 0; id < 31; ++id) {
           const auto tr = engine::ggml_type_traits(id);
@@ -282,7 +290,6 @@ bool parse(int argc, char** argv, Options& o) {
           std::fprintf(stderr, "unknown or unsupported type '%s'\n", name.c_str());
           return false;
         }
-        p = e + 1;
       }
     } else if (a == "--isa") {
       const auto isa = cpu::parse_isa(value());
@@ -301,17 +308,13 @@ bool parse(int argc, char** argv, Options& o) {
       o.model = false;
     } else if (a == "--batch") {
       o.batch_tokens.clear();
-      const std::string list = value();
-      for (size_t p = 0; p < list.size();) {
-        size_t e = list.find(',', p);
-        if (e == std::string::npos) e = list.size();
-        const long n = std::atol(list.substr(p, e - p).c_str());
+      for (const std::string& item : split_list(value())) {
+        const long n = std::atol(item.c_str());
         if (n < 2 || n > 64) {
           std::fprintf(stderr, "--batch takes token counts from 2 to 64, comma-separated\n");
           return false;
         }
         o.batch_tokens.push_back(n);
-        p = e + 1;
       }
     } else if (a == "--in-cache") {
       o.in_cache = true;
