@@ -52,8 +52,20 @@ void Generator::set_chunk_tokens(int n) {
 
 std::span<const float> Generator::logits(int i) const {
   if (i < 0 || i >= n_logits_) throw std::out_of_range("Generator::logits: no such position");
+  if (greedy_only_)
+    throw std::logic_error("Generator::logits: the last forward wanted greedy tokens only");
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   return {logits_.data() + static_cast<size_t>(i) * n_vocab, n_vocab};
+}
+
+int32_t Generator::greedy_token(int i) const {
+  if (i < 0 || i >= n_logits_)
+    throw std::out_of_range("Generator::greedy_token: no such position");
+  return greedy_only_ ? greedy_[size_t(i)] : argmax(logits(i));
+}
+
+int32_t Generator::next_token(Sampler& sampler, int i) const {
+  return sampler.greedy() ? greedy_token(i) : sampler.sample(logits(i));
 }
 
 bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, LogitsRequest request,
@@ -75,7 +87,11 @@ bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, Logits
                                   " is outside the vocabulary of " + std::to_string(c.n_vocab));
 
   const size_t n_vocab = static_cast<size_t>(c.n_vocab);
-  logits_.resize(static_cast<size_t>(request.last_n) * n_vocab);
+  greedy_only_ = request.greedy_only;
+  if (greedy_only_)
+    greedy_.resize(static_cast<size_t>(request.last_n));
+  else
+    logits_.resize(static_cast<size_t>(request.last_n) * n_vocab);
   const int first_wanted = n - request.last_n;
   for (int s = 0; s < n; s += options_.chunk_tokens) {
     if (is_set(cancel)) return false;
@@ -88,11 +104,18 @@ bool Generator::forward(KvSequence& seq, std::span<const int32_t> tokens, Logits
                        .blocks = seq.blocks,
                        .n_logits = n_wanted,
                        .cancel = cancel};
-    std::span<float> out;
-    if (n_wanted > 0)
-      out = std::span<float>(logits_).subspan(size_t(wanted_from - first_wanted) * n_vocab,
-                                              size_t(n_wanted) * n_vocab);
-    if (!backend_->forward(batch, out)) return false;
+    const size_t row = size_t(wanted_from - first_wanted);
+    bool ok;
+    if (greedy_only_) {
+      ok = backend_->forward_greedy(
+          batch, n_wanted > 0 ? std::span<int32_t>(greedy_).subspan(row, size_t(n_wanted))
+                              : std::span<int32_t>{});
+    } else {
+      ok = backend_->forward(batch, n_wanted > 0 ? std::span<float>(logits_).subspan(
+                                                       row * n_vocab, size_t(n_wanted) * n_vocab)
+                                                 : std::span<float>{});
+    }
+    if (!ok) return false;
     seq.n_tokens += e - s;
   }
   if (n > 0) ++forward_calls_;
@@ -120,8 +143,9 @@ bool Generator::prefill(KvSequence& seq, std::span<const int32_t> prompt,
     }
     const size_t len = std::min(rest.size() - s, size_t(options_.chunk_tokens));
     const bool last_chunk = s + len == rest.size();
-    if (!forward(seq, rest.subspan(s, len),
-                 last_chunk ? LogitsRequest::last() : LogitsRequest::none(), options.cancel)) {
+    const LogitsRequest request =
+        last_chunk ? LogitsRequest::for_sampler(1, options.sampling) : LogitsRequest::none();
+    if (!forward(seq, rest.subspan(s, len), request, options.cancel)) {
       r.reason = StopReason::Cancelled;
       r.prefill_ms = ms_since(prefill_start);
       return false;
@@ -149,10 +173,10 @@ GenerateResult Generator::generate(KvSequence& seq, std::span<const int32_t> pro
   const auto decode_start = Clock::now();
   r.reason = StopReason::MaxTokens;
   if (options.max_tokens > 0) {
-    while (stop.accept(sampler.sample(logits(0)), r) &&
+    while (stop.accept(next_token(sampler, 0), r) &&
            stop.may_extend(seq.n_tokens, model_.n_ctx(), r)) {
       const int32_t step[1] = {r.tokens.back()};
-      forward(seq, step, LogitsRequest::last());
+      forward(seq, step, LogitsRequest::for_sampler(1, sampler.options()));
       ++r.speculation.target_steps;
       if (is_set(options.cancel)) ++r.speculation.steps_after_cancel;
     }

@@ -36,12 +36,18 @@ struct GeneratorOptions {
 };
 
 // Which positions of a forward call need logits: the last `last_n` tokens of the call.
-// Prefill wants 1; verifying k draft tokens after the last accepted one wants k + 1.
+// Prefill wants 1; verifying k draft tokens after the last accepted one wants k + 1. With
+// `greedy_only`, only the greedy token of each is wanted (Generator::greedy_token): a device
+// backend then hands over token ids instead of the logits.
 struct LogitsRequest {
   int last_n = 1;
+  bool greedy_only = false;
   static LogitsRequest last() { return {1}; }
   static LogitsRequest none() { return {0}; }
   static LogitsRequest last_n_of(int n) { return {n}; }
+  static LogitsRequest greedy_last_n_of(int n) { return {n, true}; }
+  // The last n rows, as a sampler needs them: the greedy tokens alone when it is greedy.
+  static LogitsRequest for_sampler(int n, const SamplerOptions& s) { return {n, s.greedy()}; }
 };
 
 enum class StopReason {
@@ -133,12 +139,18 @@ class Generator {
                const std::atomic<bool>* cancel = nullptr);
 
   int n_logits() const { return n_logits_; }
+  // The argmax of row i (ties to the lowest id), whether the last forward asked for the logits
+  // or for the greedy tokens alone.
+  int32_t greedy_token(int i) const;
+  // Row i's next token by `sampler`: its greedy token, or a draw from its logits.
+  int32_t next_token(Sampler& sampler, int i) const;
   VerifyCost verify_cost() const { return backend_->verify_cost(); }
   DraftCost draft_cost() const { return backend_->draft_cost(); }
   std::string_view backend_name() const { return backend_->name(); }
   // Calls of forward() that computed at least one chunk, since construction: lets tests count
   // model work (cancellation stops within one step) without timing anything.
   int64_t forward_calls() const { return forward_calls_; }
+  // Row i's logits; throws std::logic_error after a forward that wanted greedy tokens only.
   std::span<const float> logits(int i) const;
 
   // Prompt -> up to max_tokens generated tokens. `seq` may already hold the KV of a prefix of
@@ -150,7 +162,8 @@ class Generator {
 
   // The first half of generate(), shared with speculative decoding: sets r's prompt counts and
   // prefills what `seq` lacks of `prompt` in chunks, honouring cancel and the deadline between
-  // chunks. Returns true with logits(0) giving the first token; false with r.reason set
+  // chunks. Returns true with row 0 giving the first token (next_token with a sampler of
+  // options.sampling; logits(0) only when that sampler is not greedy); false with r.reason set
   // (Cancelled or Deadline) when it stopped early.
   bool prefill(KvSequence& seq, std::span<const int32_t> prompt, const GenerateOptions& options,
                GenerateResult& r);
@@ -163,7 +176,9 @@ class Generator {
   GeneratorOptions options_;
   std::unique_ptr<Backend> backend_;
   std::vector<float> logits_;
+  std::vector<int32_t> greedy_;  // the rows' greedy tokens, after a greedy_only request
   int n_logits_ = 0;
+  bool greedy_only_ = false;
   int64_t forward_calls_ = 0;
   int max_chunk_tokens_ = 1;
 };

@@ -250,7 +250,7 @@ class SpeculativeRun {
     context_.assign(prompt_.begin(), prompt_.end());
     const auto decode_start = Clock::now();
     r_.reason = StopReason::MaxTokens;
-    if (o_.max_tokens > 0 && emit(sampler_.sample(target_.logits(0))))
+    if (o_.max_tokens > 0 && emit(target_.next_token(sampler_, 0)))
       while (round()) {
       }
     settle_target();
@@ -283,7 +283,9 @@ class SpeculativeRun {
                int& steps) {
     const int64_t before = gen.forward_calls();
     const auto start = Clock::now();
-    const bool ok = gen.forward(seq, tokens, LogitsRequest::last_n_of(n_logits), o_.cancel);
+    // Greedy decoding compares tokens only: a device backend then hands over ids, not logits.
+    const bool ok = gen.forward(seq, tokens, LogitsRequest::for_sampler(n_logits, o_.sampling),
+                                o_.cancel);
     const int ran = static_cast<int>(gen.forward_calls() - before);
     if (ok && ran > 0 && spec_.costs) {
       const int n = static_cast<int>(tokens.size());
@@ -451,7 +453,7 @@ class SpeculativeRun {
         draft_sampler_.distribution(draft_->logits(0), q_[size_t(i)]);
         drafts_.push_back(draft_sampler_.sample_from(q_[size_t(i)]));
       } else {
-        drafts_.push_back(argmax(draft_->logits(0)));
+        drafts_.push_back(draft_->greedy_token(0));
       }
     }
     return true;
@@ -463,13 +465,13 @@ class SpeculativeRun {
   bool verify_and_emit(Source source, int& accepted, int& drafted_emitted) {
     const int k = static_cast<int>(drafts_.size());
     if (sampler_.greedy()) {
-      while (accepted < k && argmax(target_.logits(accepted)) == drafts_[size_t(accepted)])
+      while (accepted < k && target_.greedy_token(accepted) == drafts_[size_t(accepted)])
         ++accepted;
       for (int i = 0; i < accepted; ++i) {
         if (!emit(drafts_[size_t(i)])) return false;
         ++drafted_emitted;
       }
-      return emit(argmax(target_.logits(accepted)));
+      return emit(target_.greedy_token(accepted));
     }
     for (int i = 0; i < k; ++i) {
       sampler_.distribution(target_.logits(i), p_);

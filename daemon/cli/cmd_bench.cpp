@@ -129,8 +129,8 @@ int bench_main(std::span<char* const> args) {
       const auto start = Clock::now();
       for (int i = 0; i < n_gen; ++i) {
         const int32_t step[1] = {token};
-        gen.forward(seq, step);
-        token = argmax(gen.logits(0));
+        gen.forward(seq, step, LogitsRequest::greedy_last_n_of(1));
+        token = gen.greedy_token(0);
       }
       const double s = std::chrono::duration<double>(Clock::now() - start).count();
       pool.release(seq);

@@ -67,7 +67,7 @@ double ModelSlot::measure_prefill() {
   for (int i = 0; i < n; ++i) ids[size_t(i)] = (i * 97 + 7) % model_->config().n_vocab;
   engine::KvSequence seq;
   const auto start = Clock::now();
-  generator_->forward(seq, ids, engine::LogitsRequest::last());
+  generator_->forward(seq, ids, engine::LogitsRequest::greedy_last_n_of(1));
   const double ms = std::max(0.01, ms_since(start));
   pool_->release(seq);
   return n / ms;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/kv/kv_block_pool.h"
 
@@ -69,7 +70,18 @@ class Backend {
   // Returns false when batch.cancel was set between two layers: the batch's KV is then
   // incomplete and no logits were written.
   virtual bool forward(const ForwardBatch& batch, std::span<float> logits) = 0;
+  // As forward, but writes only the greedy token of each of the n_logits rows into `tokens`
+  // (the argmax of the logits, ties to the lowest id, as engine::argmax picks it). A device
+  // backend searches the logits where they are and hands over n_logits ids instead of
+  // n_logits x n_vocab floats; the host backends compute the logits and search them
+  // (forward_greedy_on_host).
+  virtual bool forward_greedy(const ForwardBatch& batch, std::span<int32_t> tokens) = 0;
 };
+
+// forward_greedy for a backend whose logits are on the host: forward into `scratch` (resized to
+// n_logits x n_vocab), then the argmax of each row.
+bool forward_greedy_on_host(Backend& backend, int n_vocab, const ForwardBatch& batch,
+                            std::span<int32_t> tokens, std::vector<float>& scratch);
 
 struct BackendOptions {
   BackendKind kind = BackendKind::Cpu;

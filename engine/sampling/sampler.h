@@ -14,13 +14,15 @@ struct SamplerOptions {
   int top_k = 0;             // 0: no limit
   float top_p = 1.0f;        // 1: no nucleus cut
   uint64_t seed = 0;
+
+  bool greedy() const { return temperature <= 0.0f; }
 };
 
 class Sampler {
  public:
   explicit Sampler(const SamplerOptions& options = {});
 
-  bool greedy() const { return options_.temperature <= 0.0f; }
+  bool greedy() const { return options_.greedy(); }
   const SamplerOptions& options() const { return options_; }
 
   int32_t sample(std::span<const float> logits);

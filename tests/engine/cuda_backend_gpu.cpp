@@ -183,6 +183,36 @@ TEST(CudaBackendTest, SharedPrefixExtendedInsideABlockMatchesTheReference) {
   }
 }
 
+// Greedy decoding asks for token ids only: the device searches its logits and hands over the
+// ids. They must be the host's argmax of the logits the same forward hands over, for a step
+// graph of each batch size and for a prefill batch (the GEMM path, no graph).
+TEST(CudaBackendTest, GreedyTokensFromTheDeviceAreTheArgmaxOfItsLogits) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& path : cuda_models()) {
+    SCOPED_TRACE(path.filename().string());
+    Engine e(path, BackendKind::Cuda, 64);
+    const int vocab = e.model->config().n_vocab;
+    std::vector<int32_t> ids(40);
+    for (size_t i = 0; i < ids.size(); ++i)
+      ids[i] = int32_t((i * 7919 + 17) % size_t(vocab - 10) + 5);
+    for (const int n : {1, 2, 3, 5, 8, 19}) {
+      SCOPED_TRACE(testing::Message() << n << " tokens");
+      const auto head = std::span(ids).first(ids.size() - size_t(n));
+      const auto tail = std::span(ids).last(size_t(n));
+      KvSequence a, b;
+      ASSERT_TRUE(e.gen->forward(a, head, LogitsRequest::none()));
+      ASSERT_TRUE(e.gen->forward(b, head, LogitsRequest::none()));
+      ASSERT_TRUE(e.gen->forward(a, tail, LogitsRequest::last_n_of(n)));
+      std::vector<int32_t> expected;
+      for (int i = 0; i < n; ++i) expected.push_back(argmax(e.gen->logits(i)));
+      ASSERT_TRUE(e.gen->forward(b, tail, LogitsRequest::greedy_last_n_of(n)));
+      for (int i = 0; i < n; ++i) EXPECT_EQ(e.gen->greedy_token(i), expected[size_t(i)]) << i;
+      e.pool->release(a);
+      e.pool->release(b);
+    }
+  }
+}
+
 // Speculative verification relies on it: a batch of up to verify_cost().max_tokens tokens gives
 // each token the logits of a single step, bit for bit.
 TEST(CudaBackendTest, SmallBatchesGiveBitIdenticalLogits) {

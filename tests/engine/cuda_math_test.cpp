@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <vector>
 
 #include "engine/gguf/quant.h"
+#include "engine/sampling/sampler.h"
 
 namespace ghostline::engine {
 namespace {
@@ -183,6 +186,34 @@ TEST(CudaMathTest, SwigluIsSiluOfGateTimesUp) {
 // Attention of one query as the kernel splits it: `warps` interleaved key ranges, each with a
 // streaming softmax over F16 keys and values, merged at the end; against the reference's
 // two-pass softmax in double.
+// The greedy-token kernel's rule: threads scan strides, their winners merge in any order; the
+// result is the host sampler's argmax, ties included (few distinct values, many ties).
+TEST(CudaMathTest, ArgmaxStatesMergeInAnyOrderToTheSamplersArgmax) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + int(rng() % 3000);
+    std::vector<float> logits(static_cast<size_t>(n));
+    const int distinct = 1 + int(rng() % 8);
+    for (float& v : logits) v = float(int(rng() % uint32_t(distinct))) - 4.0f;
+    const int threads = 1 + int(rng() % 64);
+    std::vector<m::ArgmaxState> per_thread(static_cast<size_t>(threads), m::argmax_start());
+    for (int i = 0; i < n; ++i)
+      m::argmax_push(per_thread[size_t(i % threads)], logits[size_t(i)], i);
+    std::vector<int> order(static_cast<size_t>(threads));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    m::ArgmaxState total = m::argmax_start();
+    for (int t : order)
+      m::argmax_push(total, per_thread[size_t(t)].value, per_thread[size_t(t)].index);
+    ASSERT_EQ(m::argmax_index(total), argmax(logits)) << "trial " << trial;
+  }
+  // A row that nothing beats (all -inf) gives index 0, as the host does.
+  std::vector<float> none(5, -INFINITY);
+  m::ArgmaxState s = m::argmax_start();
+  for (int i = 0; i < 5; ++i) m::argmax_push(s, none[size_t(i)], i);
+  EXPECT_EQ(m::argmax_index(s), argmax(none));
+}
+
 TEST(CudaMathTest, StreamingSoftmaxAttentionMatchesTheTwoPassReference) {
   std::mt19937 rng(13);
   std::normal_distribution<float> normal(0, 1);

@@ -130,6 +130,35 @@ TEST_P(GeneratorTest, BatchedLogitsEqualStepByStep) {
   for (KvSequence* s : {&batched, &stepped, &fresh}) pool.release(*s);
 }
 
+// A greedy-only request gives each row's argmax without handing over the logits, and the
+// same tokens whether the wanted rows fall in one prefill chunk or several.
+TEST_P(GeneratorTest, GreedyTokensAreTheArgmaxOfTheLogits) {
+  const auto ids = prompt_ids();
+  KvBlockPool pool = make_pool();
+  for (const int chunk : {64, 4}) {
+    SCOPED_TRACE(testing::Message() << "chunk " << chunk);
+    Generator gen = make_generator(pool, chunk);
+    KvSequence a, b;
+    ASSERT_TRUE(gen.forward(a, ids, LogitsRequest::last_n_of(6)));
+    std::vector<int32_t> expected;
+    for (int i = 0; i < 6; ++i) {
+      expected.push_back(argmax(gen.logits(i)));
+      EXPECT_EQ(gen.greedy_token(i), expected.back());
+    }
+    ASSERT_TRUE(gen.forward(b, ids, LogitsRequest::greedy_last_n_of(6)));
+    ASSERT_EQ(gen.n_logits(), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(gen.greedy_token(i), expected[size_t(i)]) << i;
+    EXPECT_THROW(gen.logits(0), std::logic_error);
+    EXPECT_THROW(gen.greedy_token(6), std::out_of_range);
+    // The next request for logits hands them over again.
+    const int32_t step[1] = {expected.back()};
+    ASSERT_TRUE(gen.forward(b, step));
+    EXPECT_EQ(gen.greedy_token(0), argmax(gen.logits(0)));
+    pool.release(a);
+    pool.release(b);
+  }
+}
+
 TEST_P(GeneratorTest, CancelledForwardStopsBetweenChunks) {
   KvBlockPool pool = make_pool();
   Generator gen = make_generator(pool, 8);

@@ -121,6 +121,10 @@ class CpuBackend final : public Backend {
     return true;
   }
 
+  bool forward_greedy(const ForwardBatch& batch, std::span<int32_t> tokens) override {
+    return forward_greedy_on_host(*this, model_.config().n_vocab, batch, tokens, greedy_logits_);
+  }
+
  private:
   bool forward_slice(const ForwardBatch& batch, std::span<float> logits) {
     const ModelConfig& c = model_.config();
@@ -441,6 +445,7 @@ class CpuBackend final : public Backend {
   std::vector<double> inv_freq_;
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, rope_cos_, rope_sin_;
   std::vector<AttentionScratch> scratch_;
+  std::vector<float> greedy_logits_;  // forward_greedy's logits
   std::vector<uint16_t> kv_row_;  // a token's keys as F16, before they are stored transposed
 };
 

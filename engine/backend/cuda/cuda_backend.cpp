@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -261,13 +262,28 @@ class CudaBackend final : public Backend {
   DraftCost draft_cost() const override { return {.step = 0.32, .catch_up_per_token = 0.08}; }
 
   bool forward(const ForwardBatch& batch, std::span<float> logits) override {
+    if (logits.size() < size_t(std::max(0, batch.n_logits)) * model_.config().n_vocab)
+      throw std::invalid_argument("CUDA backend: logits buffer too small");
+    return step(batch, logits, {});
+  }
+
+  // The argmax runs where the logits are: n_logits ids cross instead of n_logits x n_vocab
+  // floats, and the host searches nothing.
+  bool forward_greedy(const ForwardBatch& batch, std::span<int32_t> tokens) override {
+    if (tokens.size() < size_t(std::max(0, batch.n_logits)))
+      throw std::invalid_argument("CUDA backend: room for fewer tokens than logits rows");
+    return step(batch, {}, tokens);
+  }
+
+ private:
+  // A forward that hands over the logits (`logits` not empty) or the greedy tokens.
+  bool step(const ForwardBatch& batch, std::span<float> logits, std::span<int32_t> greedy) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
     if (n == 0) return true;
     if (batch.n_logits < 0 || batch.n_logits > n)
       throw std::invalid_argument("CUDA backend: n_logits outside the batch");
-    if (logits.size() < size_t(batch.n_logits) * c.n_vocab)
-      throw std::invalid_argument("CUDA backend: logits buffer too small");
+    const bool want_ids = logits.empty();
     const int end = batch.start_pos + n;
     const int n_blocks = (end + kB - 1) / kB;
     if (batch.blocks.size() < size_t(n_blocks))
@@ -300,35 +316,38 @@ class CudaBackend final : public Backend {
     mark("upload");
 
     if (graph) {
-      launch_step_graph(n, m);
+      launch_step_graph(n, m, want_ids);
       mark("step graph");
     } else {
       if (!run_layers(batch.cancel, n)) {
         check(cudaStreamSynchronize(stream_), "forward");
         return false;
       }
-      compute_logits(n, m);
+      compute_logits(n, m, want_ids);
     }
-    const size_t logit_bytes = size_t(m) * c.n_vocab * sizeof(float);
+    const size_t out_bytes = size_t(m) * (want_ids ? sizeof(int32_t) : c.n_vocab * sizeof(float));
     if (m > 0)
-      check(cudaMemcpyAsync(h_logits_.as<void>(), logits_.as<void>(), logit_bytes,
+      check(cudaMemcpyAsync(h_logits_.as<void>(),
+                            want_ids ? d_greedy_.as<void>() : logits_.as<void>(), out_bytes,
                             cudaMemcpyDeviceToHost, stream_),
-            "download logits");
-    mark("logits download");
+            want_ids ? "download greedy tokens" : "download logits");
+    mark(want_ids ? "greedy tokens download" : "logits download");
     if (profile_) t1 = Clock::now();
     check(cudaStreamSynchronize(stream_), "forward");
     if (profile_) t2 = Clock::now();
-    if (m > 0) std::memcpy(logits.data(), h_logits_.as<float>(), logit_bytes);
+    if (m > 0)
+      std::memcpy(want_ids ? static_cast<void*>(greedy.data()) : logits.data(),
+                  h_logits_.as<void>(), out_bytes);
     if (profile_) {
       profile_->end();
       profile_->host("queue the work", ms_between(t0, t1));
       profile_->host("wait for the device", ms_between(t1, t2));
-      profile_->host("copy the logits", ms_between(t2, Clock::now()));
+      profile_->host(want_ids ? "copy the greedy tokens" : "copy the logits",
+                     ms_between(t2, Clock::now()));
     }
     return true;
   }
 
- private:
   static void check_supported(const ModelConfig& c) {
     if (c.arch != "llama" && c.arch != "qwen2")
       throw BackendUnavailable("the CUDA backend implements llama and qwen2, not '" + c.arch + "'");
@@ -440,7 +459,8 @@ class CudaBackend final : public Backend {
     if (m <= max_logits_) return;
     const size_t bytes = size_t(m) * model_.config().n_vocab * sizeof(float);
     logits_ = DeviceBuffer(bytes);
-    h_logits_ = PinnedBuffer(bytes);
+    h_logits_ = PinnedBuffer(bytes);  // the logits, or the greedy tokens, on their way out
+    d_greedy_ = DeviceBuffer(size_t(m) * sizeof(int32_t));
     max_logits_ = m;
     graphs_.clear();
   }
@@ -504,16 +524,17 @@ class CudaBackend final : public Backend {
     if (profile_ && !capturing_) profile_->mark(label);
   }
 
-  // The step of n tokens with logits for the last m as one graph, captured on first use.
-  void launch_step_graph(int n, int m) {
-    GraphExec& exec = graphs_[{n, m}];
+  // The step of n tokens with logits (or their greedy tokens) for the last m as one graph,
+  // captured on first use.
+  void launch_step_graph(int n, int m, bool greedy) {
+    GraphExec& exec = graphs_[{n, m, greedy}];
     if (!exec) {
       check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture");
       capturing_ = true;
       cudaGraph_t graph = nullptr;
       try {
         run_layers(nullptr, n);
-        compute_logits(n, m);
+        compute_logits(n, m, greedy);
       } catch (...) {
         capturing_ = false;
         cudaStreamEndCapture(stream_, &graph);
@@ -586,8 +607,9 @@ class CudaBackend final : public Backend {
     return true;
   }
 
-  // Queues the final norm and output projection of the last m of n tokens into logits_.
-  void compute_logits(int n, int m) {
+  // Queues the final norm and output projection of the last m of n tokens into logits_, and
+  // with `greedy` the argmax of each row into d_greedy_.
+  void compute_logits(int n, int m, bool greedy) {
     if (m == 0) return;
     const ModelConfig& c = model_.config();
     const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
@@ -595,6 +617,9 @@ class CudaBackend final : public Backend {
     mark("norms");
     matmul(output_, xb_.as<float>(), m, logits_.as<float>());
     mark("output");
+    if (!greedy) return;
+    cuda::argmax_rows(logits_.as<float>(), m, c.n_vocab, d_greedy_.as<int32_t>(), stream_);
+    mark("argmax");
   }
 
   const Model& model_;
@@ -613,14 +638,16 @@ class CudaBackend final : public Backend {
   DeviceBuffer kv_, attn_scratch_;
   int max_tokens_ = 0, max_blocks_ = 0, max_logits_ = 0;
   // d_io_: the batch's first position, then its token ids.
-  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, tile_, d_io_, d_blocks_;
+  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, d_greedy_, tile_, d_io_,
+      d_blocks_;
   PinnedBuffer h_io_, h_blocks_, h_logits_;
 
   const bool use_graphs_;
   std::unique_ptr<StepProfile> profile_;  // GHOSTLINE_CUDA_PROFILE
   bool capturing_ = false;
-  // Step graphs by (tokens, logits rows); after the buffers they name, so destroyed first.
-  std::map<std::pair<int, int>, GraphExec> graphs_;
+  // Step graphs by (tokens, logits rows, greedy tokens wanted); after the buffers they name, so
+  // destroyed first.
+  std::map<std::tuple<int, int, bool>, GraphExec> graphs_;
 };
 
 // Named differently from the engine's cuda_status / make_cuda_backend (the loader's), which the

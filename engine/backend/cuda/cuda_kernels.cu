@@ -272,6 +272,32 @@ __global__ void rmsnorm_kernel(const float* x, const float* weight, int n, float
   for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
 }
 
+// One block per row of logits: each thread scans a stride of the row, then the block reduces
+// the threads' winners (cuda_math::argmax_push decides every comparison).
+__global__ void argmax_rows_kernel(const float* logits, int n, int32_t* out) {
+  const float* row = logits + size_t(blockIdx.x) * n;
+  m::ArgmaxState best = m::argmax_start();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) m::argmax_push(best, row[i], i);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const float v = __shfl_down_sync(0xffffffffu, best.value, offset);
+    const int32_t i = __shfl_down_sync(0xffffffffu, best.index, offset);
+    m::argmax_push(best, v, i);
+  }
+  __shared__ float values[32];
+  __shared__ int32_t indices[32];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) {
+    values[warp] = best.value;
+    indices[warp] = best.index;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    m::ArgmaxState total = m::argmax_start();
+    for (int w = 0; w < int(blockDim.x / kWarp); ++w) m::argmax_push(total, values[w], indices[w]);
+    out[blockIdx.x] = m::argmax_index(total);
+  }
+}
+
 __global__ void add_bias_kernel(float* y, const float* bias, int n_rows, int n) {
   const size_t total = size_t(n_rows) * n;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
@@ -599,6 +625,10 @@ void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float
 void rmsnorm(const float* x, const float* weight, int n_rows, int n, float eps, float* out,
              cudaStream_t s) {
   rmsnorm_kernel<<<n_rows, 256, 0, s>>>(x, weight, n, eps, out);
+}
+
+void argmax_rows(const float* logits, int n_rows, int n, int32_t* out, cudaStream_t s) {
+  argmax_rows_kernel<<<n_rows, 1024, 0, s>>>(logits, n, out);
 }
 
 void add_bias(float* y, const float* bias, int n_rows, int n, cudaStream_t s) {

@@ -448,4 +448,27 @@ GHOSTLINE_HD void softmax_merge(SoftmaxState& a, const SoftmaxState& b, float& s
   a.max = m;
 }
 
+// The greedy token of a row of logits, as engine::argmax picks it (for logits without NaN):
+// the larger value wins, a tie goes to the lower index. States of disjoint ranges of the row
+// merge (argmax_push of one's value and index into the other) in any order to the same winner,
+// so the threads of a block may each scan a stride and reduce in any tree.
+struct ArgmaxState {
+  float value;
+  int32_t index;
+};
+
+GHOSTLINE_HD ArgmaxState argmax_start() { return {-INFINITY, INT32_MAX}; }
+
+GHOSTLINE_HD void argmax_push(ArgmaxState& s, float value, int32_t index) {
+  if (value > s.value || (value == s.value && index < s.index)) {
+    s.value = value;
+    s.index = index;
+  }
+}
+
+// The winner's index; 0 when nothing beat the start (a row of NaN), as engine::argmax gives.
+GHOSTLINE_HD int32_t argmax_index(const ArgmaxState& s) {
+  return s.index == INT32_MAX ? 0 : s.index;
+}
+
 }  // namespace ghostline::engine::cuda_math

@@ -208,6 +208,10 @@ class ReferenceBackend final : public Backend {
     return true;
   }
 
+  bool forward_greedy(const ForwardBatch& batch, std::span<int32_t> tokens) override {
+    return forward_greedy_on_host(*this, model_.config().n_vocab, batch, tokens, greedy_logits_);
+  }
+
  private:
   const uint16_t* kv_row(const ForwardBatch& batch, int layer, int pos, bool values) const {
     const BlockId id = batch.blocks[size_t(pos / kB)];
@@ -226,6 +230,7 @@ class ReferenceBackend final : public Backend {
 
   const Model& model_;
   KvBlockPool& pool_;
+  std::vector<float> greedy_logits_;  // forward_greedy's logits
 };
 
 }  // namespace
