@@ -7,7 +7,8 @@ Each source's license is read from the package itself (Debian's copyright file, 
 Cargo.toml, package.json) and must be permissive. Files are normalized (UTF-8, LF line ends, no
 trailing whitespace), filtered (size, minified or generated text), deduplicated by the SHA-256
 of the normalized text, capped per source and split into train and held-out files with a fixed
-seed. Output: <workdir>/data/corpus.jsonl (one file per line) and manifest.json (statistics).
+seed; then training files that are near-duplicates of a held-out file or of an earlier training
+file are dropped (neardup.py). Output: <workdir>/data/corpus.jsonl (one file per line) and manifest.json (statistics).
 
 `--sources shipped` builds only the sources the shipped models were trained on (their card's
 table); the sources added since come after them, so they change neither those sources' files
@@ -22,6 +23,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import neardup
 
 NPM_PACKAGES = [
     # name, version, license, (relative roots inside the package), extensions
@@ -485,6 +488,21 @@ def take(src, files, seen, args):
     return st, records, dupes
 
 
+def drop_near_duplicate_stats(stats, records, dropped):
+    """Brings each source's manifest entry to the records that remain after
+    neardup.drop_near_duplicates (which drops training files only)."""
+    kept = {}
+    for r in records:
+        k = kept.setdefault(r["source"], [0, 0])
+        k[0] += 1
+        k[1] += len(r["text"].encode("utf-8"))
+    for st in stats:
+        n = dropped.get(st["name"], 0)
+        st["near_duplicates_dropped"] = n
+        if n:
+            st["files_kept"], st["bytes_kept"] = kept.get(st["name"], [0, 0])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
@@ -495,6 +513,11 @@ def main():
     ap.add_argument("--max-bytes", type=int, default=200_000)
     ap.add_argument("--sources", choices=["all", "shipped"], default="all",
                     help="all sources, or only those the shipped models were trained on")
+    ap.add_argument("--near-dup", type=float, default=None,
+                    help="drop training files whose estimated Jaccard similarity (5-token shingles) to a "
+                         "held-out file or to a training file kept before reaches this; 0: off (default: "
+                         f"{neardup.DEFAULT_THRESHOLD}, off for --sources shipped, which rebuilds that corpus "
+                         "as it was)")
     ap.add_argument("--apt-packages", action="store_true",
                     help="print the Debian packages of the sources added after the shipped models, and exit")
     args = ap.parse_args()
@@ -524,11 +547,23 @@ def main():
         dupes += d
         print(json.dumps(st), file=sys.stderr)
 
+    near = args.near_dup if args.near_dup is not None else (0.0 if args.sources == "shipped"
+                                                             else neardup.DEFAULT_THRESHOLD)
+    near_dropped = like_heldout = 0
+    if near > 0:
+        records, dropped, like_heldout = neardup.drop_near_duplicates(records, near)
+        drop_near_duplicate_stats(stats, records, dropped)
+        near_dropped = sum(dropped.values())
+        print(f"corpus: {near_dropped} training files dropped as near-duplicates (similarity >= {near}), "
+              f"{like_heldout} of them of held-out files", file=sys.stderr)
+
     with open(work / "data" / "corpus.jsonl", "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     manifest = dict(sources_set=args.sources, seed=args.seed, heldout_fraction=args.heldout_fraction, cap_mb=args.cap_mb,
-                    duplicates_dropped=dupes, sources=stats,
+                    duplicates_dropped=dupes, near_dup_threshold=near, near_duplicates_dropped=near_dropped,
+                    near_duplicates_of_heldout=like_heldout,
+                    sources=stats,
                     train_bytes=sum(len(r["text"].encode()) for r in records if r["split"] == "train"),
                     heldout_bytes=sum(len(r["text"].encode()) for r in records if r["split"] == "heldout"))
     (work / "data" / "manifest.json").write_text(json.dumps(manifest, indent=1))

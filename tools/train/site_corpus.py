@@ -37,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
+import neardup  # noqa: E402
 
 # Trove classifiers of permissive licenses -> the name recorded.
 PERMISSIVE_CLASSIFIERS = {
@@ -235,9 +236,12 @@ def main():
     min_bytes, max_bytes = 200, 200_000
     seen = set(manifest.get("exclude_sha256", []))
     corpus_path = work / "data" / "corpus.jsonl"
+    prior = []  # the corpus here: the new files' near-duplicates of it are dropped
     with open(corpus_path, encoding="utf-8") as f:
         for line in f:
-            seen.add(json.loads(line)["sha256"])
+            r = json.loads(line)
+            seen.add(r["sha256"])
+            prior.append(dict(split=r["split"], text=r["text"], source=r["source"]))
     sources, skipped = site_sources(corpus_python_modules(manifest))
     jobs = [(s, min_bytes, max_bytes) for s in sources]
     if args.jobs > 1 and len(jobs) > 1:
@@ -245,21 +249,26 @@ def main():
             collected = pool.map(_collect, jobs, chunksize=1)
     else:
         collected = [_collect(j) for j in jobs]
-    stats, dupes, n_records = [], 0, 0
+    stats, dupes, new_records = [], 0, []
+    for src, files in zip(sources, collected):
+        if not files:
+            continue
+        st, recs, d = corpus.take(src, files, seen, opts)
+        dupes += d
+        if not recs:
+            continue
+        stats.append(st)
+        new_records += recs
+    near = manifest.get("near_dup_threshold", neardup.DEFAULT_THRESHOLD) or neardup.DEFAULT_THRESHOLD
+    new_records, near_dropped, like_heldout = neardup.drop_near_duplicates(new_records, near, prior)
+    del prior
+    corpus.drop_near_duplicate_stats(stats, new_records, near_dropped)
+    n_records = len(new_records)
     # The new records go to a file of their own first and are appended in one go.
     new_path = corpus_path.with_name(corpus_path.name + ".site")
     with open(new_path, "w", encoding="utf-8") as f:
-        for src, files in zip(sources, collected):
-            if not files:
-                continue
-            st, recs, d = corpus.take(src, files, seen, opts)
-            dupes += d
-            if not recs:
-                continue
-            stats.append(st)
-            n_records += len(recs)
-            for r in recs:
-                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        for r in new_records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
     with open(new_path, "rb") as src_f, open(corpus_path, "ab") as dst_f:
         shutil.copyfileobj(src_f, dst_f, 1 << 20)
     new_path.unlink()
@@ -271,6 +280,8 @@ def main():
                                      sources=len(stats), skipped=len(skipped),
                                      train_bytes=sum(s["bytes_kept"] - s["bytes_heldout"] for s in stats),
                                      heldout_bytes=sum(s["bytes_heldout"] for s in stats),
+                                     near_duplicates_dropped=sum(near_dropped.values()),
+                                     near_duplicates_of_heldout=like_heldout,
                                      skipped_why={n: w for n, w in skipped})
     tmp = manifest_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=1))
@@ -278,7 +289,8 @@ def main():
     sp = manifest["site_packages"]
     print(f"site-corpus: {sp['sources']} installed distributions added ({n_records} files, training "
           f"{sp['train_bytes']:,} bytes, held out {sp['heldout_bytes']:,}), {sp['skipped']} skipped, "
-          f"{dupes} duplicates dropped, {time.time() - t0:.0f} s", file=sys.stderr)
+          f"{dupes} duplicates and {sp['near_duplicates_dropped']} near-duplicates dropped, "
+          f"{time.time() - t0:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
+import neardup  # noqa: E402
 from data import RowBuilder  # noqa: E402
 from gguf_writer import GGML_F16, GGML_F32, GGML_Q8_0, GGUFReader, GGUFWriter, quantize_q8_0  # noqa: E402
 from model import Config, Transformer, apply_rope  # noqa: E402
@@ -52,6 +53,64 @@ class CorpusLicenseTest(unittest.TestCase):
             (doc / "copyright").write_text("This package was debianized by someone.\n")
             self.assertIsNone(corpus.debian_license("golang-example-dev", d))
             self.assertIsNone(corpus.debian_license("missing-package", d))
+
+
+def some_module(seed, n_funcs=12):
+    """A made-up Python module: functions with names, constants and bodies drawn from `seed`."""
+    import random
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "count", "total", "items", "value", "index", "limit"]
+    out = []
+    for i in range(n_funcs):
+        a, b, c = rng.sample(words, 3)
+        out.append(f"def {a}_{b}_{i}({c}, {a}={rng.randint(0, 99)}):\n"
+                   f"    for {b} in range({c}):\n"
+                   f"        {a} += {b} * {rng.randint(2, 9)}\n"
+                   f"    return {a} - {rng.randint(0, 50)}\n")
+    return "\n".join(out)
+
+
+class NearDupTest(unittest.TestCase):
+    def test_similarity_estimates_the_shingle_jaccard(self):
+        index = neardup.NearDupIndex()
+        a = some_module(1)
+        edited = a.replace("return", "return  ", 1).replace("range(", "range(1 + ", 1)  # two small edits
+        other = some_module(2)
+        sa, se, so = index.signature(a), index.signature(edited), index.signature(other)
+        self.assertEqual(sa.dtype, np.uint32)
+        self.assertEqual(len(sa), neardup.PERMS)
+        self.assertTrue((index.signature(a) == sa).all())  # deterministic
+        self.assertGreater(neardup.estimated_similarity(sa, se), 0.85)
+        self.assertLess(neardup.estimated_similarity(sa, so), 0.5)
+        index.add(sa)
+        self.assertEqual(index.similar(se), 0)
+        self.assertIsNone(index.similar(so))
+        with self.assertRaises(ValueError):
+            neardup.NearDupIndex(0.0)
+
+    def test_training_files_like_a_heldout_or_an_earlier_file_are_dropped(self):
+        base, other, third = some_module(1), some_module(2), some_module(3)
+        near = base.replace("return", "return  ", 1)
+        recs = [dict(source="s1", split="train", text=near),       # like a held-out file: dropped
+                dict(source="s1", split="train", text=other),
+                dict(source="s2", split="heldout", text=base),     # never dropped
+                dict(source="s2", split="heldout", text=near),     # held out too: kept
+                dict(source="s2", split="train", text=other + "\n# end\n"),  # like an earlier one
+                dict(source="s2", split="train", text=third)]
+        kept, dropped, like_heldout = neardup.drop_near_duplicates(recs)
+        self.assertEqual([recs.index(r) for r in kept], [1, 2, 3, 5])
+        self.assertEqual(dropped, {"s1": 1, "s2": 1})
+        self.assertEqual(like_heldout, 1)
+        # Files added to a corpus: compared with it, which is never dropped from.
+        kept, dropped, _ = neardup.drop_near_duplicates([dict(source="s3", split="train", text=third)],
+                                                        prior=recs)
+        self.assertEqual((kept, dropped), ([], {"s3": 1}))
+        stats = [dict(name="s1", files_kept=2, bytes_kept=1), dict(name="s2", files_kept=4, bytes_kept=1)]
+        kept, dropped, _ = neardup.drop_near_duplicates(recs)
+        corpus.drop_near_duplicate_stats(stats, kept, dropped)
+        self.assertEqual(stats[0]["files_kept"], 1)
+        self.assertEqual(stats[0]["bytes_kept"], len(other.encode()))
+        self.assertEqual(stats[1]["near_duplicates_dropped"], 1)
 
 
 class PreTokenizerTest(unittest.TestCase):
