@@ -206,7 +206,7 @@ def main():
                  f"set(s) {', '.join(sel['sets'] or ['all'])}"
                  + (f", without {', '.join(sel['skip_langs'])}" if sel["skip_langs"] else "")
                  + f", {sel['train_fraction']:.1%} of their training text (each source the same share, files "
-                 f"in SHA-256 order), all their held-out files.\n")
+                 f"in SHA-256 order, window {sel.get('window', 0)}), all their held-out files.\n")
     site = manifest.get("site_packages")
     if site:
         L.append(f"The `pip-*` sources (set `site`) were read on the training machine from the Python "

@@ -2,12 +2,13 @@
 """Moves a training run to a machine without network (a GPU box) and its weights back.
 
   pack.py corpus-pack   [--workdir W] --out corpus-shard.tar.xz [--sets added] [--skip-langs python]
-                        [--max-train-mb N] [--preset 0-9]
+                        [--max-train-mb N] [--window K] [--preset 0-9]
       data/corpus.jsonl, data/manifest.json and tokenizer.json of W, xz-compressed (the 83 MB
       corpus packs to a few tens of MiB). A SHA-256 of every member is stored in the shard.
       With a selection, only the sources of the given sets (manifest "set": shipped, added) and
       languages travel, and at most N MB of training text (every source keeps the same share of
-      its files, chosen by their SHA-256; held-out files all travel); the shard's manifest
+      its files, chosen by their SHA-256; window K takes the K-th such share of each source,
+      so successive runs read different files; held-out files all travel); the shard's manifest
       describes what it holds and the selection.
   pack.py corpus-unpack [--workdir W] SHARD
       restores those files under W and verifies them; then `tools/train/run` skips the corpus and
@@ -52,12 +53,42 @@ def sha256_file(path, chunk=1 << 20):
             h.update(b)
 
 
-def select_corpus(work: Path, dst: Path, sets=None, skip_langs=(), max_train_mb=None):
+def window_of(files, frac, window):
+    """The (sha, bytes) training files of one source that window `window` takes: the files in
+    SHA-256 order seen as a ring, a window holds `frac` of their bytes, and window k starts where
+    k such windows end (window 0 at the first file). Consecutive windows take different files
+    until the ring is used up, then wrap around."""
+    files = sorted(files)
+    total = sum(b for _, b in files)
+    if not files or frac >= 1.0:
+        return {sha for sha, _ in files}
+    budget = frac * total
+    offset = (window * budget) % total
+    start, acc = 0, 0
+    for i, (_, b) in enumerate(files):  # the first file that begins at or after the offset
+        if acc >= offset:
+            start = i
+            break
+        acc += b
+    else:
+        start = 0
+    keep, used = set(), 0
+    for k in range(len(files)):
+        sha, b = files[(start + k) % len(files)]
+        if used + b <= budget:
+            keep.add(sha)
+            used += b
+    return keep
+
+
+def select_corpus(work: Path, dst: Path, sets=None, skip_langs=(), max_train_mb=None, window=0):
     """Writes the selected part of W's corpus to dst/data/ (corpus.jsonl, manifest.json).
 
     Sources of `sets` (all when None) whose language is not in skip_langs; when their training
-    text exceeds max_train_mb, every source keeps the same fraction of it: its training files in
-    SHA-256 order, each taken while the source's share is not exceeded. Held-out files all stay.
+    text exceeds max_train_mb, every source keeps the same fraction of it: window `window` of its
+    training files in SHA-256 order (window_of), each taken while the source's share is not
+    exceeded, so that each run on a machine the whole corpus cannot reach can read other files.
+    Held-out files all stay.
     """
     manifest = json.loads((work / "data" / "manifest.json").read_text())
     chosen = [st for st in manifest["sources"]
@@ -76,11 +107,7 @@ def select_corpus(work: Path, dst: Path, sets=None, skip_langs=(), max_train_mb=
                 files[d["source"]].append((d["sha256"], len(d["text"].encode("utf-8"))))
     keep = set()
     for n, lst in files.items():
-        budget, used = frac * sum(b for _, b in lst), 0
-        for sha, b in sorted(lst):
-            if used + b <= budget:
-                keep.add((n, sha))
-                used += b
+        keep.update((n, sha) for sha in window_of(lst, frac, window))
     stats = {st["name"]: dict(st, files_kept=0, bytes_kept=0, files_heldout=0, bytes_heldout=0) for st in chosen}
     (dst / "data").mkdir(parents=True, exist_ok=True)
     train_bytes = held_bytes = 0
@@ -115,13 +142,13 @@ def select_corpus(work: Path, dst: Path, sets=None, skip_langs=(), max_train_mb=
                exclude_sha256=sorted(held_all),
                heldout_bytes=held_bytes,
                selection=dict(sets=sorted(sets) if sets else None, skip_langs=sorted(skip_langs),
-                              max_train_mb=max_train_mb, train_fraction=round(frac, 6),
+                              max_train_mb=max_train_mb, train_fraction=round(frac, 6), window=window,
                               from_train_bytes=manifest["train_bytes"]))
     (dst / "data" / "manifest.json").write_text(json.dumps(sub, indent=1))
     return sub
 
 
-def corpus_pack(work: Path, out: Path, preset=6, sets=None, skip_langs=(), max_train_mb=None):
+def corpus_pack(work: Path, out: Path, preset=6, sets=None, skip_langs=(), max_train_mb=None, window=0):
     sums = {}
     tmp = out.with_name(out.name + ".tmp")
     src_dir = work
@@ -130,10 +157,11 @@ def corpus_pack(work: Path, out: Path, preset=6, sets=None, skip_langs=(), max_t
         import tempfile
         staging = tempfile.TemporaryDirectory(dir=out.parent)
         src_dir = Path(staging.name)
-        sub = select_corpus(work, src_dir, sets, skip_langs, max_train_mb)
+        sub = select_corpus(work, src_dir, sets, skip_langs, max_train_mb, window)
         shutil.copyfile(work / "tokenizer.json", src_dir / "tokenizer.json")
         print(f"corpus-pack: {len(sub['sources'])} sources, training {sub['train_bytes']:,} bytes "
-              f"({sub['selection']['train_fraction']:.1%} of theirs), held out {sub['heldout_bytes']:,}",
+              f"({sub['selection']['train_fraction']:.1%} of theirs, window {window}), "
+              f"held out {sub['heldout_bytes']:,}",
               file=sys.stderr)
     with tarfile.open(tmp, "w:xz", preset=preset) as tar:
         for rel in CORPUS_FILES:
@@ -280,6 +308,9 @@ def main():
     p.add_argument("--sets", default=None, help="comma-separated source sets to take (shipped, added)")
     p.add_argument("--skip-langs", default="", help="comma-separated languages to leave out")
     p.add_argument("--max-train-mb", type=float, default=None, help="cap on the training text, in MB")
+    p.add_argument("--window", type=int, default=0,
+                   help="which window of each source's training files the cap takes (0, 1, ...: the next "
+                        "run takes the next one)")
     p.add_argument("--preset", type=int, default=6, help="xz preset (0-9)")
     p = sub.add_parser("corpus-unpack")
     p.add_argument("--workdir", default=default_work)
@@ -309,7 +340,7 @@ def main():
     if a.cmd == "corpus-pack":
         out = Path(a.out)
         corpus_pack(Path(a.workdir), out, a.preset, set(a.sets.split(",")) if a.sets else None,
-                    tuple(x for x in a.skip_langs.split(",") if x), a.max_train_mb)
+                    tuple(x for x in a.skip_langs.split(",") if x), a.max_train_mb, a.window)
         print(f"{out}: {out.stat().st_size} bytes", file=sys.stderr)
     elif a.cmd == "corpus-unpack":
         sums = corpus_unpack(Path(a.shard), Path(a.workdir))

@@ -431,6 +431,29 @@ class OfflineMachineTest(unittest.TestCase):
             held = [json.loads(l)["sha256"] for l in (work / "data" / "corpus.jsonl").read_text().splitlines()
                     if json.loads(l)["split"] == "heldout"]
             self.assertEqual(m["exclude_sha256"], sorted(held))
+            # the next window: other training files, the same held-out files
+            shard2 = Path(d) / "shard2.tar.xz"
+            pack.corpus_pack(work, shard2, preset=1, sets={"added"}, skip_langs=("python",),
+                             max_train_mb=added_train / 2 / 1e6, window=1)
+            third = Path(d) / "w3"
+            pack.corpus_unpack(shard2, third)
+            docs2 = [json.loads(l) for l in (third / "data" / "corpus.jsonl").read_text().splitlines()]
+            self.assertEqual(json.loads((third / "data" / "manifest.json").read_text())["selection"]["window"], 1)
+            first = {x["sha256"] for x in docs if x["split"] == "train"}
+            second = {x["sha256"] for x in docs2 if x["split"] == "train"}
+            self.assertTrue(second and not first & second)
+            self.assertEqual({x["sha256"] for x in docs if x["split"] == "heldout"},
+                             {x["sha256"] for x in docs2 if x["split"] == "heldout"})
+
+    def test_windows_walk_the_files_as_a_ring(self):
+        sys.path.insert(0, str(HERE))
+        import pack
+        files = [(f"{i:02x}", 10) for i in range(10)]  # 100 bytes
+        self.assertEqual(pack.window_of(files, 0.3, 0), {"00", "01", "02"})
+        self.assertEqual(pack.window_of(files, 0.3, 1), {"03", "04", "05"})
+        self.assertEqual(pack.window_of(files, 0.3, 3), {"09", "00", "01"})  # wraps around
+        self.assertEqual(pack.window_of(files, 1.0, 5), {sha for sha, _ in files})
+        self.assertEqual(pack.window_of([], 0.5, 2), set())
 
     def test_licenses_from_package_metadata(self):
         import email.message
