@@ -186,6 +186,33 @@ TEST(CudaMathTest, SwigluIsSiluOfGateTimesUp) {
 // Attention of one query as the kernel splits it: `warps` interleaved key ranges, each with a
 // streaming softmax over F16 keys and values, merged at the end; against the reference's
 // two-pass softmax in double.
+// The mat-vec kernel's split of a row over warps: every segment of a row read by exactly one of
+// its warps, the warps of a block all used, long rows spread as far as the block allows.
+TEST(CudaMathTest, MatvecSplitReadsEverySegmentOnce) {
+  for (const int warps : {1, 2, 4, 8}) {
+    for (int segments = 0; segments <= 40; ++segments) {
+      const m::MatvecSplit sp = m::matvec_split(segments, warps);
+      ASSERT_GE(sp.warps_per_row, 1);
+      ASSERT_EQ(sp.warps_per_row * sp.rows_per_block, warps);
+      ASSERT_LE(sp.warps_per_row, std::max(1, segments));
+      if (segments >= warps) {
+        EXPECT_EQ(sp.warps_per_row, warps);
+      }
+      std::vector<int> reads(static_cast<size_t>(segments), 0);
+      for (int part = 0; part < sp.warps_per_row; ++part)
+        for (int s = part; s < segments; s += sp.warps_per_row) ++reads[size_t(s)];
+      for (int r : reads) EXPECT_EQ(r, 1);
+    }
+  }
+  // The 0.5B shape at Q8_0: 896 columns are one segment (one warp a row), 4,864 are five
+  // (four warps a row); a float row that is not a multiple of 4 is read value by value.
+  EXPECT_EQ(m::matvec_segments(896), 1);
+  EXPECT_EQ(m::matvec_split(m::matvec_segments(896), 4).warps_per_row, 1);
+  EXPECT_EQ(m::matvec_segments(4864), 5);
+  EXPECT_EQ(m::matvec_split(m::matvec_segments(4864), 4).warps_per_row, 4);
+  EXPECT_EQ(m::matvec_segments(1022), 0);
+}
+
 // The greedy-token kernel's rule: threads scan strides, their winners merge in any order; the
 // result is the host sampler's argmax, ties included (few distinct values, many ties).
 TEST(CudaMathTest, ArgmaxStatesMergeInAnyOrderToTheSamplersArgmax) {

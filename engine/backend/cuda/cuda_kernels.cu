@@ -13,7 +13,7 @@ namespace {
 namespace m = cuda_math;
 
 constexpr int kWarp = 32;
-constexpr int kMatvecWarps = 4;  // rows per block of the mat-vec kernel
+constexpr int kMatvecWarps = 4;  // warps per block of the mat-vec kernel
 
 template <GgmlType T>
 __device__ __forceinline__ float dequant(const uint8_t* row, int e) {
@@ -128,38 +128,45 @@ __device__ __forceinline__ void warp_copy(uint8_t* dst, const uint8_t* src, int 
   }
 }
 
-// One warp per row, in segments of 32 chunks of 32 values: the warp copies a segment of the row
-// into shared memory with coalesced loads (consecutive lanes, consecutive words), then each lane
-// dequantizes one chunk from there into registers and multiplies it with every token's 32
-// activations (16-byte loads). A token's sum is formed in the same order whatever the number of
-// tokens: per lane over its chunks in four interleaved partial sums, then over the lanes. Rows
+// A row is read in segments of 32 chunks of 32 values, by one warp or, for rows of several
+// segments, by several (cuda_math::matvec_split: warp `part` takes every warps_per_row-th
+// segment). For each segment the warp copies it into shared memory with coalesced loads
+// (consecutive lanes, consecutive words), then each lane dequantizes one chunk from there into
+// registers and multiplies it with every token's 32 activations (16-byte loads). A token's sum
+// is formed in the same order whatever the number of tokens: per lane over its chunks in four
+// interleaved partial sums, then over the lanes, then over the row's warps in part order. Rows
 // whose length is not a multiple of 4 (float types only: quantized rows are whole blocks) are
-// read value by value. With `accumulate`, y += W x (the residual add of a projection); with a
-// `bias`, y = W x + bias.
+// read value by value, by the row's first warp. With `accumulate`, y += W x (the residual add of
+// a projection); with a `bias`, y = W x + bias.
 //
 // With kGlu, the warp does the same for row r of a second matrix of the same shape (`w_up`) and
 // writes swiglu(W x, W_up x): the gate and up projections and their SwiGLU in one kernel.
 template <GgmlType T, bool kGlu>
 __global__ void __launch_bounds__(kMatvecWarps* kWarp)
     matvec_kernel(const uint8_t* w, const uint8_t* w_up, size_t row_bytes, int rows, int cols,
-                  const float* x, int n_tokens, float* y, bool accumulate, const float* bias) {
+                  const float* x, int n_tokens, float* y, bool accumulate, const float* bias,
+                  int warps_per_row) {
   constexpr int kSegment = segment_bytes<T>();
   constexpr int kMatrices = kGlu ? 2 : 1;
   __shared__ __align__(16) uint8_t segments[kMatvecWarps][kSegment];
+  __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int row = blockIdx.x * kMatvecWarps + warp;
-  if (row >= rows) return;  // the whole warp: the kernel syncs warps only
+  const int part = warp % warps_per_row;
+  const int row = blockIdx.x * (kMatvecWarps / warps_per_row) + warp / warps_per_row;
+  // A warp past the last row still reaches the block's barrier below.
+  const bool active = row < rows;
   uint8_t* segment = segments[warp];
   float sums[kMatrices][kMaxMatvecTokens];
   // float4 loads need every token's activations 16-byte aligned.
   const int chunks = cols % 4 == 0 ? cols / m::kChunk : 0;
 #pragma unroll
   for (int mat = 0; mat < kMatrices; ++mat) {
-    const uint8_t* wr = (mat == 0 ? w : w_up) + size_t(row) * row_bytes;
+    const uint8_t* wr = (mat == 0 ? w : w_up) + size_t(active ? row : 0) * row_bytes;
     float* sum = sums[mat];
 #pragma unroll
     for (int t = 0; t < kMaxMatvecTokens; ++t) sum[t] = 0.0f;
-    for (int c0 = 0; c0 < chunks; c0 += kWarp) {
+    if (!active) continue;
+    for (int c0 = part * kWarp; c0 < chunks; c0 += kWarp * warps_per_row) {
       const size_t begin = size_t(c0 / kWarp) * kSegment;
       warp_copy(segment, wr + begin, int(min(size_t(kSegment), row_bytes - begin)), lane);
       __syncwarp();
@@ -186,6 +193,7 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
       }
       __syncwarp();  // the segment is read before the next one overwrites it
     }
+    if (part != 0) continue;
     for (int e = chunks * m::kChunk + lane; e < cols; e += kWarp) {
       const float we = dequant<T>(wr, e);
 #pragma unroll
@@ -193,18 +201,32 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
         if (t < n_tokens) sum[t] += we * x[size_t(t) * cols + e];
     }
   }
+  // Each warp's sums over its lanes, then the row's first warp adds its warps' in part order:
+  // lane t writes token t.
 #pragma unroll
   for (int t = 0; t < kMaxMatvecTokens; ++t) {
     if (t >= n_tokens) break;
-    const float s = warp_sum(sums[0][t]);
-    if constexpr (kGlu) {
-      const float up = warp_sum(sums[kMatrices - 1][t]);
-      if (lane == 0) y[size_t(t) * rows + row] = m::swiglu(s, up);
-    } else if (lane == 0) {
-      float& out = y[size_t(t) * rows + row];
-      out = accumulate ? out + s : s;
-      if (bias) out += bias[row];
+#pragma unroll
+    for (int mat = 0; mat < kMatrices; ++mat) {
+      const float s = warp_sum(sums[mat][t]);
+      if (lane == 0) partial[warp][mat][t] = s;
     }
+  }
+  __syncthreads();
+  if (!active || part != 0 || lane >= n_tokens) return;
+  const int t = lane;
+  float s[kMatrices];
+#pragma unroll
+  for (int mat = 0; mat < kMatrices; ++mat) {
+    s[mat] = partial[warp][mat][t];
+    for (int p = 1; p < warps_per_row; ++p) s[mat] += partial[warp + p][mat][t];
+  }
+  if constexpr (kGlu) {
+    y[size_t(t) * rows + row] = m::swiglu(s[0], s[kMatrices - 1]);
+  } else {
+    float& out = y[size_t(t) * rows + row];
+    out = accumulate ? out + s[0] : s[0];
+    if (bias) out += bias[row];
   }
 }
 
@@ -587,10 +609,12 @@ bool kernels_read_type(uint32_t type) {
 
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s) {
-  const int blocks = (w.rows + kMatvecWarps - 1) / kMatvecWarps;
+  const m::MatvecSplit split = m::matvec_split(m::matvec_segments(w.cols), kMatvecWarps);
+  const int blocks = (w.rows + split.rows_per_block - 1) / split.rows_per_block;
   with_type(w.type, [&]<GgmlType T>() {
     matvec_kernel<T, false><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
-        w.data, nullptr, w.row_bytes, w.rows, w.cols, x, n_tokens, y, accumulate, bias);
+        w.data, nullptr, w.row_bytes, w.rows, w.cols, x, n_tokens, y, accumulate, bias,
+        split.warps_per_row);
   });
 }
 
@@ -599,10 +623,12 @@ bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float
   if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols ||
       gate.row_bytes != up.row_bytes)
     return false;
-  const int blocks = (gate.rows + kMatvecWarps - 1) / kMatvecWarps;
+  const m::MatvecSplit split = m::matvec_split(m::matvec_segments(gate.cols), kMatvecWarps);
+  const int blocks = (gate.rows + split.rows_per_block - 1) / split.rows_per_block;
   with_type(gate.type, [&]<GgmlType T>() {
     matvec_kernel<T, true><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
-        gate.data, up.data, gate.row_bytes, gate.rows, gate.cols, x, n_tokens, y, false, nullptr);
+        gate.data, up.data, gate.row_bytes, gate.rows, gate.cols, x, n_tokens, y, false, nullptr,
+        split.warps_per_row);
   });
   return true;
 }

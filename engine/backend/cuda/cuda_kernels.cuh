@@ -29,8 +29,9 @@ struct DeviceMatrix {
 bool kernels_read_type(uint32_t type);
 
 // y[t][r] = sum_c W[r][c] x[t][c] (with `accumulate`, y[t][r] += that sum; then + bias[r] when
-// `bias` is given) for n_tokens <= kMaxMatvecTokens; one warp per row, which reads its row in
-// coalesced segments and dequantizes 32 values per lane at a time. x must be 16-byte aligned.
+// `bias` is given) for n_tokens <= kMaxMatvecTokens; each row is read in coalesced segments of
+// 32 chunks of 32 values (one chunk per lane) by one warp, or split over up to four warps when
+// it has several segments (cuda_math::matvec_split). x must be 16-byte aligned.
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s);
 // y[t][r] = swiglu(sum_c G[r][c] x[t][c], sum_c U[r][c] x[t][c]): the gate and up projections

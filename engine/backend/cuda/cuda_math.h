@@ -448,6 +448,30 @@ GHOSTLINE_HD void softmax_merge(SoftmaxState& a, const SoftmaxState& b, float& s
   a.max = m;
 }
 
+// How the mat-vec kernel spreads a matrix over blocks of `warps` warps. A row is read in
+// segments of 32 chunks (one per lane); a row of several segments is split over up to `warps`
+// warps (a power of two that divides `warps`, no more than the segments), so that a long row's
+// segments are read at once rather than one after the other: warp `part` of a row takes the
+// segments s with s % warps_per_row == part. The row's sum adds the warps' sums in part order,
+// which depends on the matrix only, never on the number of tokens.
+struct MatvecSplit {
+  int warps_per_row;
+  int rows_per_block;
+};
+
+GHOSTLINE_HD MatvecSplit matvec_split(int segments, int warps) {
+  int w = 1;
+  while (w * 2 <= warps && warps % (w * 2) == 0 && w * 2 <= segments) w *= 2;
+  return {w, warps / w};
+}
+
+// Segments of a row of `cols` values: 32 chunks of kChunk values each. Rows whose length is not
+// a multiple of 4 (float types only) have none: the kernel reads them value by value.
+GHOSTLINE_HD int matvec_segments(int cols) {
+  const int chunks = cols % 4 == 0 ? cols / kChunk : 0;
+  return (chunks + 31) / 32;
+}
+
 // The greedy token of a row of logits, as engine::argmax picks it (for logits without NaN):
 // the larger value wins, a tie goes to the lower index. States of disjoint ranges of the row
 // merge (argmax_push of one's value and index into the other) in any order to the same winner,
