@@ -577,12 +577,14 @@ class CudaBackend final : public Backend {
       const LayerMatrices& lw = layers_[size_t(l)];
       cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
       mark("norms");
-      matmul_bias(lw.wq, xb, n, lw.bq, q);
-      mark("q");
-      matmul_bias(lw.wk, xb, n, lw.bk, k);
-      mark("k");
-      matmul_bias(lw.wv, xb, n, lw.bv, v);
-      mark("v");
+      const cuda::MatvecTarget qkv[] = {
+          {&lw.wq, q, lw.bq}, {&lw.wk, k, lw.bk}, {&lw.wv, v, lw.bv}};
+      if (n > cuda::kMaxMatvecTokens || !cuda::matvec_shared_input(qkv, 3, xb, n, stream_)) {
+        matmul_bias(lw.wq, xb, n, lw.bq, q);
+        matmul_bias(lw.wk, xb, n, lw.bk, k);
+        matmul_bias(lw.wv, xb, n, lw.bv, v);
+      }
+      mark("q, k, v");
       cuda::rope_store_kv(q, k, v, n, start_pos, rope, kv, l, blocks, stream_);
       mark("rope and KV store");
       cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim,

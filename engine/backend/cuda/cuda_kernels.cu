@@ -141,18 +141,46 @@ __device__ __forceinline__ void warp_copy(uint8_t* dst, const uint8_t* src, int 
 //
 // With kGlu, the warp does the same for row r of a second matrix of the same shape (`w_up`) and
 // writes swiglu(W x, W_up x): the gate and up projections and their SwiGLU in one kernel.
+//
+// One launch serves up to kMaxMatvecParts matrices of the same type and columns that read the
+// same activations (Q, K and V): the blocks are dealt to them in order, each part from its
+// first_block on.
+struct MatvecPart {
+  const uint8_t* w;
+  const uint8_t* w_up;  // kGlu only
+  size_t row_bytes;
+  int rows;
+  float* y;
+  const float* bias;
+  int first_block;
+};
+constexpr int kMaxMatvecParts = 3;
+struct MatvecParts {
+  MatvecPart part[kMaxMatvecParts];
+  int n;
+};
+
 template <GgmlType T, bool kGlu>
 __global__ void __launch_bounds__(kMatvecWarps* kWarp)
-    matvec_kernel(const uint8_t* w, const uint8_t* w_up, size_t row_bytes, int rows, int cols,
-                  const float* x, int n_tokens, float* y, bool accumulate, const float* bias,
+    matvec_kernel(MatvecParts parts, int cols, const float* x, int n_tokens, bool accumulate,
                   int warps_per_row) {
+  // The part of this block, chosen without indexing the parameter array by a variable.
+  const int b = blockIdx.x;
+  const MatvecPart& mp = parts.n > 2 && b >= parts.part[2].first_block   ? parts.part[2]
+                         : parts.n > 1 && b >= parts.part[1].first_block ? parts.part[1]
+                                                                         : parts.part[0];
+  const uint8_t *w = mp.w, *w_up = mp.w_up;
+  const size_t row_bytes = mp.row_bytes;
+  const int rows = mp.rows;
+  float* y = mp.y;
+  const float* bias = mp.bias;
   constexpr int kSegment = segment_bytes<T>();
   constexpr int kMatrices = kGlu ? 2 : 1;
   __shared__ __align__(16) uint8_t segments[kMatvecWarps][kSegment];
   __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int part = warp % warps_per_row;
-  const int row = blockIdx.x * (kMatvecWarps / warps_per_row) + warp / warps_per_row;
+  const int row = (b - mp.first_block) * (kMatvecWarps / warps_per_row) + warp / warps_per_row;
   // A warp past the last row still reaches the block's barrier below.
   const bool active = row < rows;
   uint8_t* segment = segments[warp];
@@ -607,15 +635,54 @@ bool kernels_read_type(uint32_t type) {
   }
 }
 
+namespace {
+
+// Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
+// and columns of the first.
+void matvec_launch(const MatvecTarget* targets, int n, const float* x, int n_tokens,
+                   bool accumulate, cudaStream_t s) {
+  const DeviceMatrix& first = *targets[0].w;
+  const m::MatvecSplit split = m::matvec_split(m::matvec_segments(first.cols), kMatvecWarps);
+  MatvecParts parts{};
+  parts.n = n;
+  int blocks = 0;
+  for (int i = 0; i < n; ++i) {
+    const DeviceMatrix& w = *targets[i].w;
+    parts.part[i] = MatvecPart{.w = w.data,
+                               .w_up = nullptr,
+                               .row_bytes = w.row_bytes,
+                               .rows = w.rows,
+                               .y = targets[i].y,
+                               .bias = targets[i].bias,
+                               .first_block = blocks};
+    blocks += (w.rows + split.rows_per_block - 1) / split.rows_per_block;
+  }
+  with_type(first.type, [&]<GgmlType T>() {
+    matvec_kernel<T, false><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
+        parts, first.cols, x, n_tokens, accumulate, split.warps_per_row);
+  });
+}
+
+}  // namespace
+
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s) {
-  const m::MatvecSplit split = m::matvec_split(m::matvec_segments(w.cols), kMatvecWarps);
-  const int blocks = (w.rows + split.rows_per_block - 1) / split.rows_per_block;
-  with_type(w.type, [&]<GgmlType T>() {
-    matvec_kernel<T, false><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
-        w.data, nullptr, w.row_bytes, w.rows, w.cols, x, n_tokens, y, accumulate, bias,
-        split.warps_per_row);
-  });
+  const MatvecTarget target{.w = &w, .y = y, .bias = bias};
+  matvec_launch(&target, 1, x, n_tokens, accumulate, s);
+}
+
+bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int n_tokens,
+                         cudaStream_t s) {
+  for (int i = 1; i < n; ++i)
+    if (targets[i].w->cols != targets[0].w->cols) return false;
+  // Runs of consecutive matrices of one type, kMaxMatvecParts at most, one launch each.
+  for (int i = 0; i < n;) {
+    int j = i + 1;
+    while (j < n && j - i < kMaxMatvecParts && targets[j].w->type == targets[i].w->type) ++j;
+    matvec_launch(targets + i, j - i, x, n_tokens, /*accumulate=*/false, s);
+    i = j;
+  }
+  return true;
 }
 
 bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int n_tokens,
@@ -625,10 +692,18 @@ bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float
     return false;
   const m::MatvecSplit split = m::matvec_split(m::matvec_segments(gate.cols), kMatvecWarps);
   const int blocks = (gate.rows + split.rows_per_block - 1) / split.rows_per_block;
+  MatvecParts parts{};
+  parts.n = 1;
+  parts.part[0] = MatvecPart{.w = gate.data,
+                             .w_up = up.data,
+                             .row_bytes = gate.row_bytes,
+                             .rows = gate.rows,
+                             .y = y,
+                             .bias = nullptr,
+                             .first_block = 0};
   with_type(gate.type, [&]<GgmlType T>() {
-    matvec_kernel<T, true><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
-        gate.data, up.data, gate.row_bytes, gate.rows, gate.cols, x, n_tokens, y, false, nullptr,
-        split.warps_per_row);
+    matvec_kernel<T, true><<<blocks, kMatvecWarps * kWarp, 0, s>>>(parts, gate.cols, x, n_tokens,
+                                                                    false, split.warps_per_row);
   });
   return true;
 }

@@ -34,6 +34,17 @@ bool kernels_read_type(uint32_t type);
 // it has several segments (cuda_math::matvec_split). x must be 16-byte aligned.
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s);
+// One product of several that read the same activations: y = W x (+ bias).
+struct MatvecTarget {
+  const DeviceMatrix* w = nullptr;
+  float* y = nullptr;
+  const float* bias = nullptr;
+};
+// matvec for each of targets[0..n) (Q, K and V), each result as matvec gives it, bit for bit:
+// consecutive matrices of one type are computed in one launch. False (nothing queued) unless
+// all have the same columns.
+bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int n_tokens,
+                         cudaStream_t s);
 // y[t][r] = swiglu(sum_c G[r][c] x[t][c], sum_c U[r][c] x[t][c]): the gate and up projections
 // and their SwiGLU in one kernel, each sum formed as matvec forms it. False (nothing queued)
 // unless the two matrices have the same type and shape.
