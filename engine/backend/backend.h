@@ -112,6 +112,19 @@ struct CudaStatus {
 };
 CudaStatus cuda_status();
 
+// What cuda_kernel_check found: the cases it ran and one line per case that went wrong.
+struct KernelCheck {
+  int cases = 0;
+  std::vector<std::string> failures;
+};
+
+// Runs each CUDA kernel alone on fresh random inputs against the host's arithmetic (the mat-vec
+// kernel for every type it reads at 1 to 8 tokens and odd shapes, the Q/K/V and gate/up
+// launches, the greedy-token search), outputs poisoned before each run: where a model's output
+// is wrong on a GPU, this says which kernel is. Throws BackendUnavailable where cuda_status()
+// is not available.
+KernelCheck cuda_kernel_check();
+
 // Throws BackendUnavailable when cuda_status() is not available or the model is not supported.
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, KvBlockPool& pool,
                                            const BackendOptions& options);

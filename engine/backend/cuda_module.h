@@ -11,13 +11,14 @@
 
 namespace ghostline::engine {
 
-inline constexpr int kCudaModuleVersion = 2;
+inline constexpr int kCudaModuleVersion = 3;
 
 struct CudaModuleApi {
   int version;  // kCudaModuleVersion of the build that made the module
   CudaStatus (*status)();
   std::unique_ptr<Backend> (*make)(const Model& model, KvBlockPool& pool,
                                    const BackendOptions& options);
+  KernelCheck (*check_kernels)();
 };
 
 }  // namespace ghostline::engine

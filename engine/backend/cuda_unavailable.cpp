@@ -14,6 +14,10 @@ std::unique_ptr<Backend> make_cuda_backend(const Model&, KvBlockPool&, const Bac
   throw BackendUnavailable(cuda_status().description);
 }
 
+KernelCheck cuda_kernel_check() {
+  throw BackendUnavailable(cuda_status().description);
+}
+
 }  // namespace ghostline::engine
 
 #endif

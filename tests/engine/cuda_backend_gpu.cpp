@@ -111,6 +111,14 @@ TEST(CudaReferenceDataTest, EverySharedModelTheBackendServesHasPrompts) {
   for (const auto& path : models) EXPECT_FALSE(prompts_of(path).empty()) << path;
 }
 
+// Each kernel alone, so that where a model's output is wrong the failure names the kernel.
+TEST(CudaKernelTest, EachKernelAloneMatchesTheHostArithmetic) {
+  SKIP_WITHOUT_GPU();
+  const KernelCheck check = cuda_kernel_check();
+  EXPECT_GT(check.cases, 100);
+  for (const std::string& failure : check.failures) ADD_FAILURE() << failure;
+}
+
 TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) {
   SKIP_WITHOUT_GPU();
   const auto models = cuda_models();

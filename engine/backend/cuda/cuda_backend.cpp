@@ -40,6 +40,9 @@
 #include "engine/model/model_weights.h"
 
 namespace ghostline::engine {
+
+// Each kernel alone against the host's arithmetic (cuda_kernel_check.cpp).
+KernelCheck check_cuda_kernels();
 namespace {
 
 using cuda::DeviceMatrix;
@@ -667,6 +670,12 @@ CudaStatus device_status() {
                     " MiB)"};
 }
 
+KernelCheck checked_on_device() {
+  const CudaStatus status = device_status();
+  if (!status.available) throw BackendUnavailable(status.description);
+  return check_cuda_kernels();
+}
+
 std::unique_ptr<Backend> make_backend_on_device(const Model& model, KvBlockPool& pool,
                                                 const BackendOptions& options) {
   const CudaStatus status = device_status();
@@ -682,6 +691,7 @@ extern "C" __attribute__((visibility("default"))) const ghostline::engine::CudaM
 ghostline_cuda_module() {
   static const ghostline::engine::CudaModuleApi api{ghostline::engine::kCudaModuleVersion,
                                                     ghostline::engine::device_status,
-                                                    ghostline::engine::make_backend_on_device};
+                                                    ghostline::engine::make_backend_on_device,
+                                                    ghostline::engine::checked_on_device};
   return &api;
 }

@@ -1,0 +1,396 @@
+// Each kernel alone on fresh random inputs against the host's arithmetic (cuda_kernel_check in
+// backend.h): the mat-vec kernel for every type it reads at 1 to 8 tokens and odd shapes (rows
+// that fill no whole block of rows, rows of one to five segments, float rows that are not a
+// multiple of 4), with and without bias and accumulation, the Q/K/V launch, the gate/up SwiGLU
+// launch and the greedy-token search. Outputs are poisoned (NaN) before each run, so a row a
+// kernel never writes is seen. The host reference dequantizes with the engine's code
+// (gguf::dequantize_row) and sums in double; a batch must also give each token the bits it
+// gets alone (speculative verification relies on it).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/cuda_kernels.cuh"
+#include "engine/backend/cuda/cuda_math.h"
+#include "engine/gguf/ggml_type.h"
+#include "engine/gguf/quant.h"
+
+namespace ghostline::engine {
+namespace {
+
+void ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA kernel check: ") + what + ": " +
+                             cudaGetErrorString(e));
+}
+
+// Device memory for one case, freed at the end of it.
+class Device {
+ public:
+  ~Device() {
+    for (void* p : blocks_) cudaFree(p);
+  }
+  template <typename T>
+  T* copy(const std::vector<T>& host) {
+    T* p = alloc<T>(host.size());
+    ok(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    return p;
+  }
+  template <typename T>
+  T* alloc(size_t n) {
+    void* p = nullptr;
+    ok(cudaMalloc(&p, std::max<size_t>(1, n * sizeof(T))), "cudaMalloc");
+    blocks_.push_back(p);
+    return static_cast<T*>(p);
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+template <typename T>
+std::vector<T> download(const T* p, size_t n) {
+  std::vector<T> host(n);
+  ok(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+  return host;
+}
+
+uint16_t half_bits(float v) {
+  return cuda_math::float_to_half(v);
+}
+
+// Random rows of `type`: random bytes, with every scale a finite fp16 of moderate size (and
+// float types' values drawn as floats), so that the values are finite and of mixed signs.
+std::vector<std::byte> random_rows(GgmlType type, int rows, int cols, std::mt19937& rng) {
+  const size_t row_bytes = ggml_row_bytes(type, cols);
+  std::vector<std::byte> data(row_bytes * size_t(rows));
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f), scale(0.001f, 0.05f);
+  for (auto& b : data) b = std::byte(rng() & 0xFF);
+  auto put_half = [&](size_t at, float v) {
+    const uint16_t h = half_bits(v);
+    std::memcpy(&data[at], &h, 2);
+  };
+  if (type == GgmlType::F32) {
+    for (size_t i = 0; i < data.size() / 4; ++i) {
+      const float v = value(rng);
+      std::memcpy(&data[4 * i], &v, 4);
+    }
+    return data;
+  }
+  if (type == GgmlType::F16 || type == GgmlType::BF16) {
+    for (size_t i = 0; i < data.size() / 2; ++i) {
+      const float v = value(rng);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      const uint16_t h = type == GgmlType::F16 ? half_bits(v) : uint16_t(bits >> 16);
+      std::memcpy(&data[2 * i], &h, 2);
+    }
+    return data;
+  }
+  // Scale fields: (offset in the block, block bytes); a second field where the type has one.
+  int block = 0, first = 0, second = -1;
+  switch (type) {
+    case GgmlType::Q8_0:
+      block = cuda_math::kQ8_0Bytes;
+      break;
+    case GgmlType::Q4_0:
+    case GgmlType::IQ4_NL:
+      block = cuda_math::kQ4_0Bytes;
+      break;
+    case GgmlType::Q4_1:
+      block = cuda_math::kQ4_1Bytes, second = 2;
+      break;
+    case GgmlType::Q5_0:
+      block = cuda_math::kQ5_0Bytes;
+      break;
+    case GgmlType::Q5_1:
+      block = cuda_math::kQ5_1Bytes, second = 2;
+      break;
+    case GgmlType::IQ4_XS:
+      block = cuda_math::kIq4XsBytes;
+      break;
+    case GgmlType::Q4_K:
+      block = cuda_math::kQ4_KBytes, second = 2;
+      break;
+    case GgmlType::Q5_K:
+      block = cuda_math::kQ5_KBytes, second = 2;
+      break;
+    case GgmlType::Q6_K:
+      block = cuda_math::kQ6_KBytes, first = 208;
+      break;
+    default:
+      throw std::invalid_argument("CUDA kernel check: no random blocks for this type");
+  }
+  for (size_t at = 0; at + size_t(block) <= data.size(); at += size_t(block)) {
+    put_half(at + size_t(first), scale(rng));
+    if (second >= 0) put_half(at + size_t(second), scale(rng));
+  }
+  return data;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+// The host's y[t][r] = sum_c W[r][c] x[t][c] in double, and the sum of |W x| terms for the
+// tolerance of a float sum.
+struct HostProduct {
+  std::vector<double> y, magnitude;
+};
+HostProduct host_product(GgmlType type, const std::vector<std::byte>& w, int rows, int cols,
+                         const std::vector<float>& x, int n_tokens) {
+  HostProduct p{std::vector<double>(size_t(rows) * n_tokens),
+                std::vector<double>(size_t(rows) * n_tokens)};
+  const size_t row_bytes = ggml_row_bytes(type, cols);
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int r = 0; r < rows; ++r) {
+    gguf::dequantize_row(type, w.data() + size_t(r) * row_bytes, row.data(), cols);
+    for (int t = 0; t < n_tokens; ++t) {
+      double s = 0, m = 0;
+      for (int c = 0; c < cols; ++c) {
+        const double term = double(row[size_t(c)]) * x[size_t(t) * cols + c];
+        s += term;
+        m += std::abs(term);
+      }
+      p.y[size_t(t) * rows + r] = s;
+      p.magnitude[size_t(t) * rows + r] = m;
+    }
+  }
+  return p;
+}
+
+class Checker {
+ public:
+  KernelCheck result;
+
+  // One finding per case at most (the first wrong element, and how many were wrong).
+  void compare(const std::string& what, const std::vector<float>& got,
+               const std::vector<double>& want, const std::vector<double>& magnitude, int rows) {
+    ++result.cases;
+    int wrong = 0;
+    std::string first;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double tol = 1e-5 * magnitude[i] + 1e-6;
+      const bool good = std::isfinite(got[i]) && std::abs(got[i] - want[i]) <= tol;
+      if (good) continue;
+      if (wrong++ == 0) {
+        std::ostringstream s;
+        s << "token " << i / size_t(rows) << " row " << i % size_t(rows) << ": " << got[i]
+          << ", host " << want[i] << " (tolerance " << tol << ")";
+        first = s.str();
+      }
+    }
+    if (wrong > 0)
+      result.failures.push_back(what + ": " + std::to_string(wrong) + " of " +
+                                std::to_string(want.size()) + " values wrong; first " + first);
+  }
+
+  void same_bits(const std::string& what, const std::vector<float>& batch,
+                 const std::vector<float>& alone, size_t offset) {
+    ++result.cases;
+    if (std::memcmp(batch.data() + offset, alone.data(), alone.size() * sizeof(float)) != 0)
+      result.failures.push_back(what + ": a token's values in the batch differ from its values "
+                                       "alone (bits)");
+  }
+};
+
+cuda::DeviceMatrix upload_matrix(Device& dev, GgmlType type, const std::vector<std::byte>& w,
+                                 int rows, int cols) {
+  std::vector<uint8_t> bytes(w.size());
+  std::memcpy(bytes.data(), w.data(), w.size());
+  return {.data = dev.copy(bytes),
+          .type = static_cast<uint32_t>(type),
+          .rows = rows,
+          .cols = cols,
+          .row_bytes = ggml_row_bytes(type, cols)};
+}
+
+std::string type_name(GgmlType type) {
+  return std::string(ggml_type_name(type));
+}
+
+std::string name_of(const char* kernel, GgmlType type, int rows, int cols, int n_tokens) {
+  return std::string(kernel) + " " + type_name(type) + " " + std::to_string(rows) + "x" +
+         std::to_string(cols) + ", " + std::to_string(n_tokens) + " token" +
+         (n_tokens > 1 ? "s" : "");
+}
+
+// matvec at every token count; with `bias` and `accumulate` as given.
+void check_matvec(Checker& ck, GgmlType type, int rows, int cols, bool with_bias, bool accumulate,
+                  std::mt19937& rng) {
+  Device dev;
+  const auto w = random_rows(type, rows, cols, rng);
+  const cuda::DeviceMatrix m = upload_matrix(dev, type, w, rows, cols);
+  const int max_tokens = cuda::kMaxMatvecTokens;
+  const auto x = random_floats(size_t(max_tokens) * cols, rng);
+  const auto bias = random_floats(size_t(rows), rng);
+  const auto start = random_floats(size_t(max_tokens) * rows, rng);  // y before accumulating
+  const float* d_x = dev.copy(x);
+  const float* d_bias = with_bias ? dev.copy(bias) : nullptr;
+  float* d_y = dev.alloc<float>(size_t(max_tokens) * rows);
+  std::vector<float> alone;
+  for (const int n : {1, 2, 3, 5, max_tokens}) {
+    const size_t n_out = size_t(n) * rows;
+    if (accumulate)
+      ok(cudaMemcpy(d_y, start.data(), n_out * 4, cudaMemcpyHostToDevice), "upload y");
+    else
+      ok(cudaMemset(d_y, 0xFF, n_out * 4), "poison y");  // NaN
+    cuda::matvec(m, d_x, n, d_y, accumulate, d_bias, nullptr);
+    ok(cudaDeviceSynchronize(), "matvec");
+    const auto got = download(d_y, n_out);
+    HostProduct want = host_product(type, w, rows, cols, x, n);
+    for (size_t i = 0; i < n_out; ++i) {
+      if (accumulate) want.y[i] += start[i];
+      if (with_bias) want.y[i] += bias[i % size_t(rows)];
+    }
+    std::string what = name_of("matvec", type, rows, cols, n);
+    if (with_bias) what += ", bias";
+    if (accumulate) what += ", accumulating";
+    ck.compare(what, got, want.y, want.magnitude, rows);
+    if (n == 1)
+      alone = got;
+    else
+      ck.same_bits(what, got, alone, 0);
+  }
+}
+
+// Q, K and V in one launch: each as matvec gives it, bit for bit.
+void check_shared_input(Checker& ck, GgmlType type, GgmlType v_type, int cols,
+                        std::mt19937& rng) {
+  Device dev;
+  const int rows[3] = {37, 16, 16};
+  const GgmlType types[3] = {type, type, v_type};
+  cuda::DeviceMatrix ms[3];
+  float* ys[3];
+  float* alone[3];
+  const int n = 3;
+  const auto x = random_floats(size_t(n) * cols, rng);
+  const float* d_x = dev.copy(x);
+  cuda::MatvecTarget targets[3];
+  for (int i = 0; i < 3; ++i) {
+    const auto w = random_rows(types[i], rows[i], cols, rng);
+    ms[i] = upload_matrix(dev, types[i], w, rows[i], cols);
+    ys[i] = dev.alloc<float>(size_t(n) * rows[i]);
+    alone[i] = dev.alloc<float>(size_t(n) * rows[i]);
+    ok(cudaMemset(ys[i], 0xFF, size_t(n) * rows[i] * 4), "poison y");
+    const float* bias = i == 1 ? nullptr : dev.copy(random_floats(size_t(rows[i]), rng));
+    targets[i] = {.w = &ms[i], .y = ys[i], .bias = bias};
+    cuda::matvec(ms[i], d_x, n, alone[i], false, bias, nullptr);
+  }
+  const std::string what = "matvec_shared_input " + type_name(type) + ", " + type_name(type) +
+                           ", " + type_name(v_type) + " x" +
+                           std::to_string(cols) + ", 3 tokens";
+  ++ck.result.cases;
+  if (!cuda::matvec_shared_input(targets, 3, d_x, n, nullptr)) {
+    ck.result.failures.push_back(what + ": refused matrices of the same columns");
+    return;
+  }
+  ok(cudaDeviceSynchronize(), "matvec_shared_input");
+  for (int i = 0; i < 3; ++i)
+    ck.same_bits(what + ", matrix " + std::to_string(i), download(ys[i], size_t(n) * rows[i]),
+                 download(alone[i], size_t(n) * rows[i]), 0);
+}
+
+// Gate and up with SwiGLU in one launch against the host's swiglu of the two products.
+void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
+  Device dev;
+  const auto wg = random_rows(type, rows, cols, rng), wu = random_rows(type, rows, cols, rng);
+  const cuda::DeviceMatrix g = upload_matrix(dev, type, wg, rows, cols);
+  const cuda::DeviceMatrix u = upload_matrix(dev, type, wu, rows, cols);
+  const int n = 3;
+  const auto x = random_floats(size_t(n) * cols, rng);
+  const float* d_x = dev.copy(x);
+  float* d_y = dev.alloc<float>(size_t(n) * rows);
+  ok(cudaMemset(d_y, 0xFF, size_t(n) * rows * 4), "poison y");
+  const std::string what = name_of("matvec_swiglu", type, rows, cols, n);
+  if (!cuda::matvec_swiglu(g, u, d_x, n, d_y, nullptr)) {
+    ++ck.result.cases;
+    ck.result.failures.push_back(what + ": refused two matrices of the same type and shape");
+    return;
+  }
+  ok(cudaDeviceSynchronize(), "matvec_swiglu");
+  const auto got = download(d_y, size_t(n) * rows);
+  const HostProduct pg = host_product(type, wg, rows, cols, x, n);
+  const HostProduct pu = host_product(type, wu, rows, cols, x, n);
+  std::vector<double> want(got.size()), magnitude(got.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    want[i] = cuda_math::swiglu(float(pg.y[i]), float(pu.y[i]));
+    // silu(g) * u moves by about |u| per unit of g and |silu(g)| per unit of u.
+    magnitude[i] = pg.magnitude[i] * (std::abs(pu.y[i]) + 1) +
+                   pu.magnitude[i] * (std::abs(pg.y[i]) + 1);
+  }
+  ck.compare(what, got, want, magnitude, rows);
+}
+
+// The greedy token of rows with many ties (few distinct values) against the host's argmax.
+void check_argmax(Checker& ck, int n_rows, int n, std::mt19937& rng) {
+  Device dev;
+  std::vector<float> logits(size_t(n_rows) * n);
+  for (float& v : logits) v = float(int(rng() % 7)) - 3.0f;
+  const float* d_logits = dev.copy(logits);
+  int32_t* d_out = dev.alloc<int32_t>(size_t(n_rows));
+  ok(cudaMemset(d_out, 0xFF, size_t(n_rows) * 4), "poison ids");
+  cuda::argmax_rows(d_logits, n_rows, n, d_out, nullptr);
+  ok(cudaDeviceSynchronize(), "argmax_rows");
+  const auto got = download(d_out, size_t(n_rows));
+  ++ck.result.cases;
+  for (int r = 0; r < n_rows; ++r) {
+    const auto row = logits.begin() + ptrdiff_t(r) * n;
+    const auto want = int32_t(std::max_element(row, row + n) - row);
+    if (got[size_t(r)] != want) {
+      ck.result.failures.push_back("argmax_rows " + std::to_string(n_rows) + "x" +
+                                   std::to_string(n) + ": row " + std::to_string(r) + " gave " +
+                                   std::to_string(got[size_t(r)]) + ", host " +
+                                   std::to_string(want));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+KernelCheck check_cuda_kernels() {
+  Checker ck;
+  std::mt19937 rng(20261127);
+  const GgmlType blocks32[] = {GgmlType::Q8_0, GgmlType::Q4_0,   GgmlType::Q4_1,
+                               GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL};
+  const GgmlType blocks256[] = {GgmlType::IQ4_XS, GgmlType::Q4_K, GgmlType::Q5_K,
+                                GgmlType::Q6_K};
+  const GgmlType floats[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
+  // Columns: one segment, two (two warps a row), five (four warps: the 0.5B down projection).
+  for (const GgmlType t : blocks32)
+    for (const int cols : {96, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
+  for (const GgmlType t : blocks256)
+    for (const int cols : {256, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
+  // Float rows: a multiple of 4 but not of 32 (a tail after the chunks), and not of 4 (value by
+  // value).
+  for (const GgmlType t : floats)
+    for (const int cols : {100, 102, 1024}) check_matvec(ck, t, 37, cols, false, false, rng);
+  // Rows that fill one block of rows or many, bias and accumulation.
+  check_matvec(ck, GgmlType::Q8_0, 1, 896, true, false, rng);
+  check_matvec(ck, GgmlType::Q8_0, 133, 896, true, false, rng);
+  check_matvec(ck, GgmlType::Q4_K, 133, 4864, false, true, rng);
+  check_matvec(ck, GgmlType::Q5_0, 9, 4864, true, true, rng);
+  check_shared_input(ck, GgmlType::Q8_0, GgmlType::Q8_0, 896, rng);
+  check_shared_input(ck, GgmlType::Q4_K, GgmlType::Q6_K, 1536, rng);
+  check_swiglu(ck, GgmlType::Q8_0, 37, 896, rng);
+  check_swiglu(ck, GgmlType::Q4_K, 37, 4864, rng);
+  check_argmax(ck, 1, 151936, rng);
+  check_argmax(ck, 8, 1000, rng);
+  check_argmax(ck, 3, 5, rng);
+  return ck.result;
+}
+
+}  // namespace ghostline::engine
