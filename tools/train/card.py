@@ -66,6 +66,19 @@ def loss_svg(metrics, path):
     Path(path).write_text("\n".join(el) + "\n")
 
 
+def near_duplicates(manifest):
+    """The sentence on near-duplicates, when the corpus dropped them (neardup.py)."""
+    site = manifest.get("site_packages") or {}
+    threshold = manifest.get("near_dup_threshold") or site.get("near_dup_threshold") or 0
+    if threshold <= 0:
+        return ""
+    dropped = manifest.get("near_duplicates_dropped", 0) + site.get("near_duplicates_dropped", 0)
+    like_heldout = manifest.get("near_duplicates_of_heldout", 0) + site.get("near_duplicates_of_heldout", 0)
+    return (f"Training files whose estimated Jaccard similarity (MinHash of 5-token shingles) to a "
+            f"held-out file or an earlier training file reached {threshold:g} were dropped ({dropped}, "
+            f"{like_heldout} of them near-copies of held-out files). ")
+
+
 def capped_sources(manifest):
     """The sources with a cap of their own, as ' (name N MB, ...)'."""
     own = [f"{s['name']} {s['cap_mb']:g} MB" for s in manifest["sources"] if "cap_mb" in s]
@@ -195,6 +208,7 @@ def main():
              f"line over 400 characters, no control characters), deduplicated by SHA-256 of the "
              f"normalized text ({manifest['duplicates_dropped']} duplicates dropped) and capped at "
              f"{manifest['cap_mb']:g} MB per source{capped_sources(manifest)}. "
+             + near_duplicates(manifest) +
              f"{manifest['heldout_fraction']:.0%} of each source's "
              f"files (whole files, seed {manifest['seed']}) are held out for evaluation: training "
              f"{manifest['train_bytes']:,} bytes, held out {manifest['heldout_bytes']:,} bytes. "

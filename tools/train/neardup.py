@@ -11,10 +11,19 @@ drop_near_duplicates applies it to the corpus: held-out files are never dropped,
 file is dropped when it is a near-duplicate of any held-out file or of a training file kept
 before it. So the held-out split is the one corpus.py chose, and no training file is a
 near-copy of a file the evaluation uses.
+
+  neardup.py [--workdir W] [--threshold 0.85]
+      applies it to a corpus corpus.py built without it (data/corpus.jsonl and manifest.json of
+      W, rewritten in place); a corpus that has had it is left as it is.
 """
+import argparse
 import hashlib
 import itertools
+import json
+import os
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -132,3 +141,36 @@ def drop_near_duplicates(records, threshold=DEFAULT_THRESHOLD, prior=()):
             index.add(sig)
         kept.append(r)
     return kept, dropped, like_heldout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", default=os.path.expanduser("~/.cache/ghostline-train"))
+    ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
+    a = ap.parse_args()
+    import corpus  # the manifest's bookkeeping (corpus imports this module)
+    data = Path(a.workdir) / "data"
+    manifest = json.loads((data / "manifest.json").read_text())
+    if manifest.get("near_dup_threshold"):
+        print(f"neardup: {data} has had near-duplicates dropped (threshold "
+              f"{manifest['near_dup_threshold']})", file=sys.stderr)
+        return
+    with open(data / "corpus.jsonl", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    kept, dropped, like_heldout = drop_near_duplicates(records, a.threshold)
+    corpus.drop_near_duplicate_stats(manifest["sources"], kept, dropped)
+    tmp = data / "corpus.jsonl.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in kept:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    os.replace(tmp, data / "corpus.jsonl")
+    manifest.update(near_dup_threshold=a.threshold, near_duplicates_dropped=sum(dropped.values()),
+                    near_duplicates_of_heldout=like_heldout,
+                    train_bytes=sum(len(r["text"].encode("utf-8")) for r in kept if r["split"] == "train"))
+    (data / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    print(f"neardup: {sum(dropped.values())} training files dropped ({like_heldout} near-copies of "
+          f"held-out files); training {manifest['train_bytes']:,} bytes", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -280,6 +280,7 @@ def main():
                                      sources=len(stats), skipped=len(skipped),
                                      train_bytes=sum(s["bytes_kept"] - s["bytes_heldout"] for s in stats),
                                      heldout_bytes=sum(s["bytes_heldout"] for s in stats),
+                                     near_dup_threshold=near,
                                      near_duplicates_dropped=sum(near_dropped.values()),
                                      near_duplicates_of_heldout=like_heldout,
                                      skipped_why={n: w for n, w in skipped})

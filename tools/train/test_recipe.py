@@ -112,6 +112,17 @@ class NearDupTest(unittest.TestCase):
         self.assertEqual(stats[0]["bytes_kept"], len(other.encode()))
         self.assertEqual(stats[1]["near_duplicates_dropped"], 1)
 
+    def test_the_card_says_what_was_dropped(self):
+        import card
+        self.assertEqual(card.near_duplicates(dict(near_dup_threshold=0.0)), "")
+        self.assertEqual(card.near_duplicates({}), "")
+        text = card.near_duplicates(dict(near_dup_threshold=0.85, near_duplicates_dropped=7,
+                                         near_duplicates_of_heldout=2,
+                                         site_packages=dict(near_duplicates_dropped=3,
+                                                            near_duplicates_of_heldout=1)))
+        self.assertIn("(10, 3 of them near-copies of held-out files)", text)
+        self.assertIn("0.85", text)
+
 
 class PreTokenizerTest(unittest.TestCase):
     def test_qwen2_splits(self):
