@@ -467,6 +467,42 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
   }
 }
 
+// The NEON decode kernels give the portable kernels' bits (matmul_neon.inc: exact integer dot
+// products, the blocks' scaled sums accumulated as the portable kernels accumulate them), for
+// rows of whole groups of four blocks and with a tail, one token and several.
+TEST(Matmul, NeonDecodeGivesThePortableKernelsBits) {
+  if (!isa_supported(CpuIsa::kNeon)) GTEST_SKIP() << "no NEON here";
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  ThreadPool pool(1);
+  const GgmlType types[] = {GgmlType::Q8_0,   GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                            GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K,
+                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+  for (const GgmlType type : types) {
+    const bool k_blocks = type == GgmlType::IQ4_XS || type == GgmlType::Q2_K ||
+                          type == GgmlType::Q3_K || type == GgmlType::Q4_K ||
+                          type == GgmlType::Q5_K || type == GgmlType::Q6_K;
+    for (const int64_t cols : {96, 160, 256, 1280}) {
+      if (k_blocks && cols % kQK_K != 0) continue;
+      const int64_t rows = 7;
+      const auto w = random_weights(type, rows, cols, rng);
+      const WeightMatrix m{type, rows, cols, w.data(), ggml_row_bytes(type, cols)};
+      for (const int64_t n : {1, 3}) {
+        std::vector<float> x(size_t(n * cols)), portable(size_t(n * rows)), neon(portable.size());
+        for (float& v : x) v = value(rng);
+        matmul(m, x.data(), n, portable.data(), pool, CpuIsa::kScalar);
+        for (const CpuIsa isa : {CpuIsa::kNeon, CpuIsa::kNeonDot}) {
+          if (!isa_supported(isa)) continue;
+          matmul(m, x.data(), n, neon.data(), pool, isa);
+          EXPECT_EQ(std::memcmp(portable.data(), neon.data(), portable.size() * sizeof(float)), 0)
+              << ggml_type_name(type) << " " << cols << " columns, " << n << " tokens, "
+              << isa_name(isa);
+        }
+      }
+    }
+  }
+}
+
 // The types matmul_pack packs.
 constexpr GgmlType kPackedTypes[] = {
     GgmlType::Q8_0,   GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
