@@ -467,17 +467,19 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
   }
 }
 
-// The NEON decode kernels give the portable kernels' bits (matmul_neon.inc: exact integer dot
-// products, the blocks' scaled sums accumulated as the portable kernels accumulate them), for
-// rows of whole groups of four blocks and with a tail, one token and several.
-TEST(Matmul, NeonDecodeGivesThePortableKernelsBits) {
+// The NEON kernels give the portable kernels' bits (matmul_neon.inc: exact integer dot products,
+// the blocks' scaled sums accumulated as the portable kernels accumulate them, the prefill's
+// fused multiply-adds in the same order), for rows of whole groups of four blocks and with a
+// tail, one token, several, and a prefill batch (float rows: the prefill only).
+TEST(Matmul, NeonKernelsGiveThePortableKernelsBits) {
   if (!isa_supported(CpuIsa::kNeon)) GTEST_SKIP() << "no NEON here";
   std::mt19937 rng(29);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
   ThreadPool pool(1);
-  const GgmlType types[] = {GgmlType::Q8_0,   GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                            GgmlType::Q5_1,   GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K,
-                            GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+  const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::Q8_0,   GgmlType::Q4_0,
+                            GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,   GgmlType::IQ4_NL,
+                            GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,
+                            GgmlType::Q5_K, GgmlType::Q6_K};
   for (const GgmlType type : types) {
     const bool k_blocks = type == GgmlType::IQ4_XS || type == GgmlType::Q2_K ||
                           type == GgmlType::Q3_K || type == GgmlType::Q4_K ||
@@ -487,7 +489,10 @@ TEST(Matmul, NeonDecodeGivesThePortableKernelsBits) {
       const int64_t rows = 7;
       const auto w = random_weights(type, rows, cols, rng);
       const WeightMatrix m{type, rows, cols, w.data(), ggml_row_bytes(type, cols)};
-      for (const int64_t n : {1, 3}) {
+      const bool float_rows = type == GgmlType::F32 || type == GgmlType::F16;
+      for (const int64_t n : {int64_t{1}, int64_t{3}, kMatmulDecodeMaxTokens + 5}) {
+        // Float rows' decode sums in four vector accumulators, not in the portable order.
+        if (float_rows && n <= kMatmulDecodeMaxTokens) continue;
         std::vector<float> x(size_t(n * cols)), portable(size_t(n * rows)), neon(portable.size());
         for (float& v : x) v = value(rng);
         matmul(m, x.data(), n, portable.data(), pool, CpuIsa::kScalar);

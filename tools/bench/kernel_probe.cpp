@@ -3,7 +3,9 @@
 // between runs (repeats, row counts) so that everything but the rows' blocks cancels out.
 // Prints nothing on success.
 //
-//   ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT     e.g. Q4_K neondot 256 4096 3
+//   ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS]   e.g. Q4_K neondot 256 4096 3
+//
+// TOKENS (default 1) above kMatmulDecodeMaxTokens takes the prefill path.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,8 +24,8 @@
 using namespace ghostline::engine;
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS]\n");
     return 2;
   }
   std::optional<GgmlType> type;
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   const auto isa = cpu::parse_isa(argv[2]);
   const int64_t rows = std::atoll(argv[3]), cols = std::atoll(argv[4]);
   const int repeat = std::atoi(argv[5]);
+  const int64_t tokens = argc == 7 ? std::atoll(argv[6]) : 1;
   if (!type || !gguf::can_quantize(*type)) {
     std::fprintf(stderr, "ghostline-kernel-probe: no such weight type: %s\n", argv[1]);
     return 2;
@@ -44,8 +47,8 @@ int main(int argc, char** argv) {
   }
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> row(static_cast<size_t>(cols)), x(static_cast<size_t>(cols)),
-      y(static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols)), x(static_cast<size_t>(cols * tokens)),
+      y(static_cast<size_t>(rows * tokens));
   const size_t row_bytes = ggml_row_bytes(*type, cols);
   std::vector<std::byte> w(row_bytes * static_cast<size_t>(rows));
   // One random row, copied: the kernels do the same work whatever the values, and the set-up
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
     cpu::matmul_pack(m, at, pool);
     m.packed = at;
   }
-  for (int i = 0; i < repeat; ++i) cpu::matmul(m, x.data(), 1, y.data(), pool, *isa);
+  for (int i = 0; i < repeat; ++i)
+    cpu::matmul(m, x.data(), tokens, y.data(), pool, *isa, cpu::Tokens::kBatch);
   return y[0] == y[0] ? 0 : 1;  // a NaN would mean a broken kernel
 }

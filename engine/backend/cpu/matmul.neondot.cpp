@@ -4,6 +4,7 @@
 
 #include <arm_neon.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/backend/cpu/matmul_kernels.h"
