@@ -213,6 +213,42 @@ TEST(CudaMathTest, MatvecSplitReadsEverySegmentOnce) {
   EXPECT_EQ(m::matvec_segments(1022), 0);
 }
 
+// A launch's blocks and warps against its parts' rows: every row of every part read by exactly
+// its warps_per_row warps, one of each part index, and no warp given a row of another part.
+TEST(CudaMathTest, MatvecLaunchCoversEveryRowOfEveryPartOnce) {
+  constexpr int kWarps = 4;
+  const std::vector<std::vector<int>> launches = {{37, 16, 16}, {1}, {133, 9}, {896, 128, 128}};
+  for (const auto& rows : launches) {
+    for (int segments = 1; segments <= 6; ++segments) {
+      const m::MatvecSplit sp = m::matvec_split(segments, kWarps);
+      std::vector<int> first(3, 0);
+      int blocks = 0;
+      for (size_t p = 0; p < rows.size(); ++p) {
+        first[p] = blocks;
+        blocks += m::matvec_blocks(rows[p], sp.rows_per_block);
+      }
+      std::vector<std::vector<int>> seen(rows.size());  // per row: a bit per part index
+      for (size_t p = 0; p < rows.size(); ++p) seen[p].assign(size_t(rows[p]), 0);
+      for (int b = 0; b < blocks; ++b) {
+        const int p = m::matvec_part(b, int(rows.size()), first[1], first[2]);
+        ASSERT_LT(size_t(p), rows.size());
+        for (int warp = 0; warp < kWarps; ++warp) {
+          const int r = m::matvec_row(b, first[size_t(p)], warp, sp);
+          ASSERT_GE(r, 0);
+          if (r >= rows[size_t(p)]) continue;  // past the part's last row: idle
+          const int bit = 1 << m::matvec_row_part(warp, sp);
+          EXPECT_FALSE(seen[size_t(p)][size_t(r)] & bit) << "part " << p << " row " << r;
+          seen[size_t(p)][size_t(r)] |= bit;
+        }
+      }
+      for (size_t p = 0; p < rows.size(); ++p)
+        for (int r = 0; r < rows[p]; ++r)
+          EXPECT_EQ(seen[p][size_t(r)], (1 << sp.warps_per_row) - 1)
+              << "part " << p << " row " << r << ", " << segments << " segments";
+    }
+  }
+}
+
 // The greedy-token kernel's rule: threads scan strides, their winners merge in any order; the
 // result is the host sampler's argmax, ties included (few distinct values, many ties).
 TEST(CudaMathTest, ArgmaxStatesMergeInAnyOrderToTheSamplersArgmax) {

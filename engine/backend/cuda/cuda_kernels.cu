@@ -166,9 +166,9 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
                   int warps_per_row) {
   // The part of this block, chosen without indexing the parameter array by a variable.
   const int b = blockIdx.x;
-  const MatvecPart& mp = parts.n > 2 && b >= parts.part[2].first_block   ? parts.part[2]
-                         : parts.n > 1 && b >= parts.part[1].first_block ? parts.part[1]
-                                                                         : parts.part[0];
+  const int which =
+      m::matvec_part(b, parts.n, parts.part[1].first_block, parts.part[2].first_block);
+  const MatvecPart& mp = which == 2 ? parts.part[2] : which == 1 ? parts.part[1] : parts.part[0];
   const uint8_t *w = mp.w, *w_up = mp.w_up;
   const size_t row_bytes = mp.row_bytes;
   const int rows = mp.rows;
@@ -179,8 +179,9 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   __shared__ __align__(16) uint8_t segments[kMatvecWarps][kSegment];
   __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  const int part = warp % warps_per_row;
-  const int row = (b - mp.first_block) * (kMatvecWarps / warps_per_row) + warp / warps_per_row;
+  const m::MatvecSplit split{warps_per_row, kMatvecWarps / warps_per_row};
+  const int part = m::matvec_row_part(warp, split);
+  const int row = m::matvec_row(b, mp.first_block, warp, split);
   // A warp past the last row still reaches the block's barrier below.
   const bool active = row < rows;
   uint8_t* segment = segments[warp];
@@ -655,7 +656,7 @@ void matvec_launch(const MatvecTarget* targets, int n, const float* x, int n_tok
                                .y = targets[i].y,
                                .bias = targets[i].bias,
                                .first_block = blocks};
-    blocks += (w.rows + split.rows_per_block - 1) / split.rows_per_block;
+    blocks += m::matvec_blocks(w.rows, split.rows_per_block);
   }
   with_type(first.type, [&]<GgmlType T>() {
     matvec_kernel<T, false><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
@@ -691,7 +692,7 @@ bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float
       gate.row_bytes != up.row_bytes)
     return false;
   const m::MatvecSplit split = m::matvec_split(m::matvec_segments(gate.cols), kMatvecWarps);
-  const int blocks = (gate.rows + split.rows_per_block - 1) / split.rows_per_block;
+  const int blocks = m::matvec_blocks(gate.rows, split.rows_per_block);
   MatvecParts parts{};
   parts.n = 1;
   parts.part[0] = MatvecPart{.w = gate.data,

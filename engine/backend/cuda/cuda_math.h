@@ -465,6 +465,26 @@ GHOSTLINE_HD MatvecSplit matvec_split(int segments, int warps) {
   return {w, warps / w};
 }
 
+// A launch of the mat-vec kernel serves up to three matrices (Q, K and V), their blocks dealt in
+// order: part p has matvec_blocks(rows_p, rows_per_block) blocks from its first block on.
+GHOSTLINE_HD int matvec_blocks(int rows, int rows_per_block) {
+  return (rows + rows_per_block - 1) / rows_per_block;
+}
+
+// The part block b works on, given the number of parts and the first blocks of parts 1 and 2.
+GHOSTLINE_HD int matvec_part(int b, int n_parts, int first1, int first2) {
+  return n_parts > 2 && b >= first2 ? 2 : n_parts > 1 && b >= first1 ? 1 : 0;
+}
+
+// The row of its part that warp `warp` of block b reads (a row at or past the part's rows: the
+// warp has none), and which of the row's warps it is (matvec_split).
+GHOSTLINE_HD int matvec_row(int b, int part_first_block, int warp, const MatvecSplit& split) {
+  return (b - part_first_block) * split.rows_per_block + warp / split.warps_per_row;
+}
+GHOSTLINE_HD int matvec_row_part(int warp, const MatvecSplit& split) {
+  return warp % split.warps_per_row;
+}
+
 // Segments of a row of `cols` values: 32 chunks of kChunk values each. Rows whose length is not
 // a multiple of 4 (float types only) have none: the kernel reads them value by value.
 GHOSTLINE_HD int matvec_segments(int cols) {
