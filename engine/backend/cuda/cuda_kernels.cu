@@ -639,9 +639,10 @@ bool kernels_read_type(uint32_t type) {
 namespace {
 
 // Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
-// and columns of the first.
-void matvec_launch(const MatvecTarget* targets, int n, const float* x, int n_tokens,
-                   bool accumulate, cudaStream_t s) {
+// and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
+template <bool kGlu>
+void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
+                   int n_tokens, bool accumulate, cudaStream_t s) {
   const DeviceMatrix& first = *targets[0].w;
   const m::MatvecSplit split = m::matvec_split(m::matvec_segments(first.cols), kMatvecWarps);
   MatvecParts parts{};
@@ -650,7 +651,7 @@ void matvec_launch(const MatvecTarget* targets, int n, const float* x, int n_tok
   for (int i = 0; i < n; ++i) {
     const DeviceMatrix& w = *targets[i].w;
     parts.part[i] = MatvecPart{.w = w.data,
-                               .w_up = nullptr,
+                               .w_up = w_up,
                                .row_bytes = w.row_bytes,
                                .rows = w.rows,
                                .y = targets[i].y,
@@ -659,7 +660,7 @@ void matvec_launch(const MatvecTarget* targets, int n, const float* x, int n_tok
     blocks += m::matvec_blocks(w.rows, split.rows_per_block);
   }
   with_type(first.type, [&]<GgmlType T>() {
-    matvec_kernel<T, false><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
+    matvec_kernel<T, kGlu><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
         parts, first.cols, x, n_tokens, accumulate, split.warps_per_row);
   });
 }
@@ -669,7 +670,7 @@ void matvec_launch(const MatvecTarget* targets, int n, const float* x, int n_tok
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s) {
   const MatvecTarget target{.w = &w, .y = y, .bias = bias};
-  matvec_launch(&target, 1, x, n_tokens, accumulate, s);
+  matvec_launch<false>(&target, 1, nullptr, x, n_tokens, accumulate, s);
 }
 
 bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int n_tokens,
@@ -680,7 +681,7 @@ bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int
   for (int i = 0; i < n;) {
     int j = i + 1;
     while (j < n && j - i < kMaxMatvecParts && targets[j].w->type == targets[i].w->type) ++j;
-    matvec_launch(targets + i, j - i, x, n_tokens, /*accumulate=*/false, s);
+    matvec_launch<false>(targets + i, j - i, nullptr, x, n_tokens, /*accumulate=*/false, s);
     i = j;
   }
   return true;
@@ -691,21 +692,8 @@ bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float
   if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols ||
       gate.row_bytes != up.row_bytes)
     return false;
-  const m::MatvecSplit split = m::matvec_split(m::matvec_segments(gate.cols), kMatvecWarps);
-  const int blocks = m::matvec_blocks(gate.rows, split.rows_per_block);
-  MatvecParts parts{};
-  parts.n = 1;
-  parts.part[0] = MatvecPart{.w = gate.data,
-                             .w_up = up.data,
-                             .row_bytes = gate.row_bytes,
-                             .rows = gate.rows,
-                             .y = y,
-                             .bias = nullptr,
-                             .first_block = 0};
-  with_type(gate.type, [&]<GgmlType T>() {
-    matvec_kernel<T, true><<<blocks, kMatvecWarps * kWarp, 0, s>>>(parts, gate.cols, x, n_tokens,
-                                                                    false, split.warps_per_row);
-  });
+  const MatvecTarget target{.w = &gate, .y = y, .bias = nullptr};
+  matvec_launch<true>(&target, 1, up.data, x, n_tokens, /*accumulate=*/false, s);
   return true;
 }
 
