@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -40,10 +41,14 @@ class Device {
     for (void* p : blocks_) cudaFree(p);
   }
   template <typename T>
-  T* copy(const std::vector<T>& host) {
-    T* p = alloc<T>(host.size());
-    ok(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  T* copy(const T* host, size_t n) {
+    T* p = alloc<T>(n);
+    ok(cudaMemcpy(p, host, n * sizeof(T), cudaMemcpyHostToDevice), "upload");
     return p;
+  }
+  template <typename T>
+  T* copy(const std::vector<T>& host) {
+    return copy(host.data(), host.size());
   }
   template <typename T>
   T* alloc(size_t n) {
@@ -96,43 +101,15 @@ std::vector<std::byte> random_rows(GgmlType type, int rows, int cols, std::mt199
     }
     return data;
   }
-  // Scale fields: (offset in the block, block bytes); a second field where the type has one.
-  int block = 0, first = 0, second = -1;
-  switch (type) {
-    case GgmlType::Q8_0:
-      block = cuda_math::kQ8_0Bytes;
-      break;
-    case GgmlType::Q4_0:
-    case GgmlType::IQ4_NL:
-      block = cuda_math::kQ4_0Bytes;
-      break;
-    case GgmlType::Q4_1:
-      block = cuda_math::kQ4_1Bytes, second = 2;
-      break;
-    case GgmlType::Q5_0:
-      block = cuda_math::kQ5_0Bytes;
-      break;
-    case GgmlType::Q5_1:
-      block = cuda_math::kQ5_1Bytes, second = 2;
-      break;
-    case GgmlType::IQ4_XS:
-      block = cuda_math::kIq4XsBytes;
-      break;
-    case GgmlType::Q4_K:
-      block = cuda_math::kQ4_KBytes, second = 2;
-      break;
-    case GgmlType::Q5_K:
-      block = cuda_math::kQ5_KBytes, second = 2;
-      break;
-    case GgmlType::Q6_K:
-      block = cuda_math::kQ6_KBytes, first = 208;
-      break;
-    default:
-      throw std::invalid_argument("CUDA kernel check: no random blocks for this type");
-  }
-  for (size_t at = 0; at + size_t(block) <= data.size(); at += size_t(block)) {
-    put_half(at + size_t(first), scale(rng));
-    if (second >= 0) put_half(at + size_t(second), scale(rng));
+  // Every block's fp16 scale d (last in a Q6_K block, first in the others) and, where the type
+  // has one, its min or dmin right after it.
+  const size_t block = ggml_type_traits(type).block_bytes;
+  const size_t first = type == GgmlType::Q6_K ? offsetof(gguf::BlockQ6_K, d) : 0;
+  const bool second = type == GgmlType::Q4_1 || type == GgmlType::Q5_1 ||
+                      type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+  for (size_t at = 0; at + block <= data.size(); at += block) {
+    put_half(at + first, scale(rng));
+    if (second) put_half(at + 2, scale(rng));
   }
   return data;
 }
@@ -208,9 +185,7 @@ class Checker {
 
 cuda::DeviceMatrix upload_matrix(Device& dev, GgmlType type, const std::vector<std::byte>& w,
                                  int rows, int cols) {
-  std::vector<uint8_t> bytes(w.size());
-  std::memcpy(bytes.data(), w.data(), w.size());
-  return {.data = dev.copy(bytes),
+  return {.data = dev.copy(reinterpret_cast<const uint8_t*>(w.data()), w.size()),
           .type = static_cast<uint32_t>(type),
           .rows = rows,
           .cols = cols,
