@@ -97,7 +97,7 @@ class NearDupIndex:
                 if i in seen:
                     continue
                 seen.add(i)
-                if float(np.mean(self._signatures[i] == sig)) >= self.threshold:
+                if estimated_similarity(self._signatures[i], sig) >= self.threshold:
                     return i
         return None
 

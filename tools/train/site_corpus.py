@@ -241,7 +241,7 @@ def main():
         for line in f:
             r = json.loads(line)
             seen.add(r["sha256"])
-            prior.append(dict(split=r["split"], text=r["text"], source=r["source"]))
+            prior.append(r)
     sources, skipped = site_sources(corpus_python_modules(manifest))
     jobs = [(s, min_bytes, max_bytes) for s in sources]
     if args.jobs > 1 and len(jobs) > 1:
