@@ -104,6 +104,14 @@ void expect_close_logits(std::span<const float> ours, std::span<const float> ref
   }
 }
 
+// n token ids spread over a vocabulary (away from its first and last few), different for each
+// salt.
+std::vector<int32_t> spread_ids(int n, int vocab, int salt) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[size_t(i)] = int32_t((i * 7919 + salt) % (vocab - 10) + 5);
+  return v;
+}
+
 // What the GPU comparison reads, checked where there is no GPU too.
 TEST(CudaReferenceDataTest, EverySharedModelTheBackendServesHasPrompts) {
   const auto models = cuda_models();
@@ -164,12 +172,8 @@ TEST(CudaBackendTest, SharedPrefixExtendedInsideABlockMatchesTheReference) {
     SCOPED_TRACE(path.filename().string());
     Engine cuda(path, BackendKind::Cuda, 64), ref(path, BackendKind::Reference, 64);
     const int vocab = cuda.model->config().n_vocab;
-    const auto ids = [&](int n, int salt) {
-      std::vector<int32_t> v(static_cast<size_t>(n));
-      for (int i = 0; i < n; ++i) v[size_t(i)] = int32_t((i * 7919 + salt) % (vocab - 10) + 5);
-      return v;
-    };
-    const auto prefix = ids(21, 13), tail_a = ids(3, 101), tail_b = ids(4, 211);  // 21: mid-block
+    const auto prefix = spread_ids(21, vocab, 13), tail_a = spread_ids(3, vocab, 101),
+               tail_b = spread_ids(4, vocab, 211);  // 21: mid-block
     std::vector<std::vector<float>> got[2];
     Engine* engines[2] = {&cuda, &ref};
     for (int e = 0; e < 2; ++e) {
@@ -199,10 +203,7 @@ TEST(CudaBackendTest, GreedyTokensFromTheDeviceAreTheArgmaxOfItsLogits) {
   for (const auto& path : cuda_models()) {
     SCOPED_TRACE(path.filename().string());
     Engine e(path, BackendKind::Cuda, 64);
-    const int vocab = e.model->config().n_vocab;
-    std::vector<int32_t> ids(40);
-    for (size_t i = 0; i < ids.size(); ++i)
-      ids[i] = int32_t((i * 7919 + 17) % size_t(vocab - 10) + 5);
+    const auto ids = spread_ids(40, e.model->config().n_vocab, 17);
     for (const int n : {1, 2, 3, 5, 8, 19}) {
       SCOPED_TRACE(testing::Message() << n << " tokens");
       const auto head = std::span(ids).first(ids.size() - size_t(n));
@@ -230,9 +231,7 @@ TEST(CudaBackendTest, SmallBatchesGiveBitIdenticalLogits) {
     Engine e(path, BackendKind::Cuda, 64);
     const int n = e.gen->verify_cost().max_tokens;
     ASSERT_GT(n, 1);
-    std::vector<int32_t> ids(size_t(21 + n));
-    for (size_t i = 0; i < ids.size(); ++i)
-      ids[i] = int32_t((i * 7919 + 13) % size_t(e.model->config().n_vocab - 10) + 5);
+    const auto ids = spread_ids(21 + n, e.model->config().n_vocab, 13);
     const auto head = std::span(ids).first(ids.size() - size_t(n));
     const auto tail = std::span(ids).last(size_t(n));
     KvSequence batched, stepped;
@@ -261,9 +260,7 @@ TEST(CudaBackendTest, SpeculativeOutputIsIdenticalToPlainDecoding) {
   AdaptiveK always_draft(1, 7, 4, 0.0), k_ngram = AdaptiveK::for_ngram(target.gen->verify_cost());
   int proposed = 0;
   for (int p = 0; p < 6; ++p) {
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 40 + 7 * p; ++i)
-      prompt.push_back(int32_t((i * 7919 + 131 * p) % (target.model->config().n_vocab - 10) + 5));
+    const auto prompt = spread_ids(40 + 7 * p, target.model->config().n_vocab, 131 * p);
     KvSequence plain_seq, seq, draft_seq;
     const auto plain = target.gen->generate(plain_seq, prompt, {.max_tokens = 32});
     const Speculation spec{.draft = p % 2 ? nullptr : draft.gen.get(),
