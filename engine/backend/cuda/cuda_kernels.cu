@@ -2,6 +2,9 @@
 // backend: which thread computes which element is decided here, the element math lives in
 // cuda_math.h. Weight types are a template parameter only of the two kernels that read weights.
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
+
+#include <algorithm>
 
 #include "engine/backend/cuda/cuda_kernels.cuh"
 #include "engine/backend/cuda/cuda_math.h"
@@ -109,38 +112,58 @@ __host__ __device__ constexpr int segment_bytes() {
   }
 }
 
-// Copies `bytes` (even) from global to shared memory with the widest loads the addresses allow:
-// consecutive lanes read consecutive words, so each load instruction of the warp reads one
-// contiguous span of the row.
-__device__ __forceinline__ void warp_copy(uint8_t* dst, const uint8_t* src, int bytes, int lane) {
-  // Both ends' alignment: a warp's segment in shared memory is only as aligned as the segment
-  // size allows (Q6_K's 840 bytes: 8).
-  const uintptr_t a = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst);
-  if (a % 16 == 0 && bytes % 16 == 0) {
-    for (int i = lane; i < bytes / 16; i += kWarp)
-      reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
-  } else if (a % 4 == 0 && bytes % 4 == 0) {
-    for (int i = lane; i < bytes / 4; i += kWarp)
-      reinterpret_cast<uint32_t*>(dst)[i] = reinterpret_cast<const uint32_t*>(src)[i];
+// Starts copying `bytes` (even) from global to shared memory, consecutive lanes copying
+// consecutive words so that each instruction of the warp reads one contiguous span of the row,
+// with the widest words both ends' alignment and the length allow (a warp's segment in shared
+// memory is only as aligned as the segment size allows: Q6_K's 840 bytes, 8). The words travel
+// as asynchronous copies (cp.async), which hold no registers: the whole segment is in flight at
+// once, where loads and stores in turn would wait one memory round trip per word a lane copies.
+// warp_copy_wait() makes the segment visible to the warp. Only rows of 2-byte alignment (odd
+// shapes) are copied by plain loads and stores.
+template <int kWordBytes>
+__device__ __forceinline__ void warp_copy_words(uint8_t* dst, const uint8_t* src, int bytes,
+                                                int lane) {
+  for (int i = lane * kWordBytes; i < bytes; i += kWarp * kWordBytes)
+    __pipeline_memcpy_async(dst + i, src + i, kWordBytes);
+}
+
+__device__ __forceinline__ void warp_copy_start(uint8_t* dst, const uint8_t* src, int bytes,
+                                                int lane) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) |
+                      static_cast<uintptr_t>(bytes);
+  if (a % 16 == 0) {
+    warp_copy_words<16>(dst, src, bytes, lane);
+  } else if (a % 8 == 0) {
+    warp_copy_words<8>(dst, src, bytes, lane);
+  } else if (a % 4 == 0) {
+    warp_copy_words<4>(dst, src, bytes, lane);
   } else {
     for (int i = lane; i < bytes / 2; i += kWarp)
       reinterpret_cast<uint16_t*>(dst)[i] = reinterpret_cast<const uint16_t*>(src)[i];
   }
+  __pipeline_commit();
+}
+
+__device__ __forceinline__ void warp_copy_wait() {
+  __pipeline_wait_prior(0);
+  __syncwarp();  // every lane's words, visible to the whole warp
 }
 
 // A row is read in segments of 32 chunks of 32 values, by one warp or, for rows of several
 // segments, by several (cuda_math::matvec_split: warp `part` takes every warps_per_row-th
 // segment). For each segment the warp copies it into shared memory with coalesced loads
-// (consecutive lanes, consecutive words), then each lane dequantizes one chunk from there into
-// registers and multiplies it with every token's 32 activations (16-byte loads). A token's sum
+// (consecutive lanes, consecutive words; all of them in flight at once), then each lane
+// dequantizes one chunk from there into registers and multiplies it with every token's 32
+// activations (16-byte loads). A token's sum
 // is formed in the same order whatever the number of tokens: per lane over its chunks in four
 // interleaved partial sums, then over the lanes, then over the row's warps in part order. Rows
 // whose length is not a multiple of 4 (float types only: quantized rows are whole blocks) are
 // read value by value, by the row's first warp. With `accumulate`, y += W x (the residual add of
 // a projection); with a `bias`, y = W x + bias.
 //
-// With kGlu, the warp does the same for row r of a second matrix of the same shape (`w_up`) and
-// writes swiglu(W x, W_up x): the gate and up projections and their SwiGLU in one kernel.
+// With kGlu, the warp does the same for row r of a second matrix of the same shape (`w_up`),
+// whose segment it copies together with the first's, and writes swiglu(W x, W_up x): the gate
+// and up projections and their SwiGLU in one kernel.
 //
 // One launch serves up to kMaxMatvecParts matrices of the same type and columns that read the
 // same activations (Q, K and V): the blocks are dealt to them in order, each part from its
@@ -176,7 +199,7 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   const float* bias = mp.bias;
   constexpr int kSegment = segment_bytes<T>();
   constexpr int kMatrices = kGlu ? 2 : 1;
-  __shared__ __align__(16) uint8_t segments[kMatvecWarps][kSegment];
+  __shared__ __align__(16) uint8_t segments[kMatvecWarps][kMatrices][kSegment];
   __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const m::MatvecSplit split{warps_per_row, kMatvecWarps / warps_per_row};
@@ -184,50 +207,62 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   const int row = m::matvec_row(b, mp.first_block, warp, split);
   // A warp past the last row still reaches the block's barrier below.
   const bool active = row < rows;
-  uint8_t* segment = segments[warp];
   float sums[kMatrices][kMaxMatvecTokens];
   // float4 loads need every token's activations 16-byte aligned.
   const int chunks = cols % 4 == 0 ? cols / m::kChunk : 0;
+  const uint8_t* rows_of[kMatrices];
 #pragma unroll
   for (int mat = 0; mat < kMatrices; ++mat) {
-    const uint8_t* wr = (mat == 0 ? w : w_up) + size_t(active ? row : 0) * row_bytes;
-    float* sum = sums[mat];
+    rows_of[mat] = (mat == 0 ? w : w_up) + size_t(active ? row : 0) * row_bytes;
 #pragma unroll
-    for (int t = 0; t < kMaxMatvecTokens; ++t) sum[t] = 0.0f;
-    if (!active) continue;
+    for (int t = 0; t < kMaxMatvecTokens; ++t) sums[mat][t] = 0.0f;
+  }
+  if (active) {
     for (int c0 = part * kWarp; c0 < chunks; c0 += kWarp * warps_per_row) {
       const size_t begin = size_t(c0 / kWarp) * kSegment;
-      warp_copy(segment, wr + begin, int(min(size_t(kSegment), row_bytes - begin)), lane);
-      __syncwarp();
+      const int bytes = int(min(size_t(kSegment), row_bytes - begin));
+      // Both matrices' segments are in flight before either is used.
+#pragma unroll
+      for (int mat = 0; mat < kMatrices; ++mat)
+        warp_copy_start(segments[warp][mat], rows_of[mat] + begin, bytes, lane);
+      warp_copy_wait();
       const int c = c0 + lane;
       if (c < chunks) {
-        float wv[m::kChunk];
-        dequant_chunk<T>(segment, lane, wv);
 #pragma unroll
-        for (int t = 0; t < kMaxMatvecTokens; ++t) {
-          if (t >= n_tokens) break;
-          const float4* xp =
-              reinterpret_cast<const float4*>(x + size_t(t) * cols + size_t(c) * m::kChunk);
-          float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int mat = 0; mat < kMatrices; ++mat) {
+          float wv[m::kChunk];
+          dequant_chunk<T>(segments[warp][mat], lane, wv);
+          float* sum = sums[mat];
 #pragma unroll
-          for (int i = 0; i < m::kChunk / 4; ++i) {
-            const float4 v = xp[i];
-            p[0] += wv[4 * i] * v.x;
-            p[1] += wv[4 * i + 1] * v.y;
-            p[2] += wv[4 * i + 2] * v.z;
-            p[3] += wv[4 * i + 3] * v.w;
+          for (int t = 0; t < kMaxMatvecTokens; ++t) {
+            if (t >= n_tokens) break;
+            const float4* xp =
+                reinterpret_cast<const float4*>(x + size_t(t) * cols + size_t(c) * m::kChunk);
+            float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int i = 0; i < m::kChunk / 4; ++i) {
+              const float4 v = xp[i];
+              p[0] += wv[4 * i] * v.x;
+              p[1] += wv[4 * i + 1] * v.y;
+              p[2] += wv[4 * i + 2] * v.z;
+              p[3] += wv[4 * i + 3] * v.w;
+            }
+            sum[t] += (p[0] + p[1]) + (p[2] + p[3]);
           }
-          sum[t] += (p[0] + p[1]) + (p[2] + p[3]);
         }
       }
-      __syncwarp();  // the segment is read before the next one overwrites it
+      __syncwarp();  // the segments are read before the next ones overwrite them
     }
-    if (part != 0) continue;
-    for (int e = chunks * m::kChunk + lane; e < cols; e += kWarp) {
-      const float we = dequant<T>(wr, e);
+    if (part == 0) {
 #pragma unroll
-      for (int t = 0; t < kMaxMatvecTokens; ++t)
-        if (t < n_tokens) sum[t] += we * x[size_t(t) * cols + e];
+      for (int mat = 0; mat < kMatrices; ++mat) {
+        for (int e = chunks * m::kChunk + lane; e < cols; e += kWarp) {
+          const float we = dequant<T>(rows_of[mat], e);
+#pragma unroll
+          for (int t = 0; t < kMaxMatvecTokens; ++t)
+            if (t < n_tokens) sums[mat][t] += we * x[size_t(t) * cols + e];
+        }
+      }
     }
   }
   // Each warp's sums over its lanes, then the row's first warp adds its warps' in part order:
@@ -271,10 +306,11 @@ __global__ void dequantize_rows_kernel(const uint8_t* w, size_t row_bytes, int r
 }
 
 template <GgmlType T>
-__global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols,
-                             const int32_t* tokens, float* x) {
+__global__ void embed_kernel(const uint8_t* __restrict__ table, size_t row_bytes, int cols,
+                             const int32_t* __restrict__ tokens, float* __restrict__ x) {
   const int t = blockIdx.x;
   const uint8_t* row = table + size_t(tokens[t]) * row_bytes;
+#pragma unroll 4
   for (int e = threadIdx.x; e < cols; e += blockDim.x) x[size_t(t) * cols + e] = dequant<T>(row, e);
 }
 
@@ -313,22 +349,64 @@ void with_type(uint32_t type, F&& f) {
   }
 }
 
-// One block per row; the sum of squares is reduced over the block.
-__global__ void rmsnorm_kernel(const float* x, const float* weight, int n, float eps, float* out) {
+// One block per row; the sum of squares is reduced over the block. Rows of up to
+// kNormPerThread values per thread are read once, all loads in flight together, and kept in
+// registers; longer rows are read twice. Either way thread i sums values i, i + blockDim.x, ...
+// in that order.
+constexpr int kNormPerThread = 8;
+
+__global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restrict__ weight, int n,
+                               float eps, float* __restrict__ out) {
   const float* xr = x + size_t(blockIdx.x) * n;
   float* o = out + size_t(blockIdx.x) * n;
+  const int stride = blockDim.x;
+  if (n <= kNormPerThread * stride) {
+    float v[kNormPerThread], g[kNormPerThread];
+#pragma unroll
+    for (int j = 0; j < kNormPerThread; ++j) {
+      const int i = threadIdx.x + j * stride;
+      v[j] = i < n ? xr[i] : 0.0f;
+      g[j] = i < n ? weight[i] : 0.0f;
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kNormPerThread; ++j) ss += v[j] * v[j];
+    const float inv = m::rms_inv(block_sum(ss), n, eps);
+#pragma unroll
+    for (int j = 0; j < kNormPerThread; ++j) {
+      const int i = threadIdx.x + j * stride;
+      if (i < n) o[i] = v[j] * inv * g[j];
+    }
+    return;
+  }
   float ss = 0.0f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+  for (int i = threadIdx.x; i < n; i += stride) ss += xr[i] * xr[i];
   const float inv = m::rms_inv(block_sum(ss), n, eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];
+  for (int i = threadIdx.x; i < n; i += stride) o[i] = xr[i] * inv * weight[i];
 }
 
 // One block per row of logits: each thread scans a stride of the row, then the block reduces
 // the threads' winners (cuda_math::argmax_push decides every comparison).
-__global__ void argmax_rows_kernel(const float* logits, int n, int32_t* out) {
+// The scan reads kArgmaxBatch values per thread before comparing any, so that many loads are in
+// flight (the winner does not depend on the order of the comparisons).
+constexpr int kArgmaxBatch = 8;
+
+__global__ void argmax_rows_kernel(const float* __restrict__ logits, int n,
+                                   int32_t* __restrict__ out) {
   const float* row = logits + size_t(blockIdx.x) * n;
   m::ArgmaxState best = m::argmax_start();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) m::argmax_push(best, row[i], i);
+  const int stride = blockDim.x;
+  for (int i0 = threadIdx.x; i0 < n; i0 += kArgmaxBatch * stride) {
+    float v[kArgmaxBatch];
+#pragma unroll
+    for (int u = 0; u < kArgmaxBatch; ++u) {
+      const int i = i0 + u * stride;
+      v[u] = i < n ? row[i] : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < kArgmaxBatch; ++u)
+      if (i0 + u * stride < n) m::argmax_push(best, v[u], i0 + u * stride);
+  }
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
     const float v = __shfl_down_sync(0xffffffffu, best.value, offset);
     const int32_t i = __shfl_down_sync(0xffffffffu, best.index, offset);
@@ -505,14 +583,19 @@ __global__ void __launch_bounds__(kSplitWarps* kWarp)
                            float* partial) {
   const int kvh = blockIdx.x, t = blockIdx.y, worker = blockIdx.z;
   const int pos = *start_pos + t, n_splits = pos / kSplitKeys + 1;
+  if (worker >= n_splits) return;  // no split for this worker: the combine does not read it
   const int group = n_head / n_head_kv, half_dim = head_dim / 2, key_stride = half_dim + 1;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   extern __shared__ uint32_t shared[];
   uint32_t* keys = shared;                            // kSplitKeys x key_stride half pairs
   uint32_t* values = keys + kSplitKeys * key_stride;  // kSplitKeys x half_dim half pairs
   float* queries = reinterpret_cast<float*>(values + kSplitKeys * half_dim);
+  // Shared memory is filled by asynchronous copies (cp.async): all of a thread's words are in
+  // flight at once, none held in registers.
+  const float* group_q = q + (size_t(t) * n_head + size_t(kvh) * group) * head_dim;
   for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x)
-    queries[i] = q[(size_t(t) * n_head + size_t(kvh) * group) * head_dim + i];
+    __pipeline_memcpy_async(queries + i, group_q + i, sizeof(float));
+  __pipeline_commit();
   const float inv_sqrt_d = rsqrtf(float(head_dim));
 
   float acc[kHeadsPerWarp][kDimsPerLane], run_max[kHeadsPerWarp], run_sum[kHeadsPerWarp];
@@ -525,14 +608,17 @@ __global__ void __launch_bounds__(kSplitWarps* kWarp)
   }
   for (int split = worker; split < n_splits; split += kAttnWorkers) {
     const int p0 = split * kSplitKeys, n_keys = min(kSplitKeys, pos + 1 - p0);
-    __syncthreads();  // the previous split is read (and the queries are stored)
+    __syncthreads();  // the previous split is read
     for (int i = threadIdx.x; i < n_keys * half_dim; i += blockDim.x) {
       const int j = i / half_dim, w = i % half_dim;
       const uint16_t* key =
           kv.base + kv_row_offset(kv, blocks, layer, p0 + j) + size_t(kvh) * head_dim;
-      keys[j * key_stride + w] = reinterpret_cast<const uint32_t*>(key)[w];
-      values[j * half_dim + w] = reinterpret_cast<const uint32_t*>(key + size_t(16) * kv.kv_dim)[w];
+      __pipeline_memcpy_async(&keys[j * key_stride + w], key + 2 * w, sizeof(uint32_t));
+      __pipeline_memcpy_async(&values[j * half_dim + w], key + size_t(16) * kv.kv_dim + 2 * w,
+                              sizeof(uint32_t));
     }
+    __pipeline_commit();
+    __pipeline_wait_prior(0);  // this thread's copies (the queries' too); the barrier: everyone's
     __syncthreads();
 #pragma unroll
     for (int hh = 0; hh < kHeadsPerWarp; ++hh) {
@@ -736,7 +822,10 @@ void swiglu(float* gate, const float* up, size_t n, cudaStream_t s) {
 void rope_store_kv(float* q, float* k, const float* v, int n_tokens, const int32_t* start_pos,
                    const RopeParams& p, const KvLayout& kv, int layer, const int32_t* blocks,
                    cudaStream_t s) {
-  rope_store_kv_kernel<<<n_tokens, 128, 0, s>>>(q, k, v, start_pos, p, kv, layer, blocks);
+  // A thread per rotated pair (up to 1,024): the pairs' loads are all in flight at once.
+  const int pairs = (p.n_head + p.n_head_kv) * (p.head_dim / 2);
+  const int threads = std::min(1024, std::max(128, (pairs + kWarp - 1) / kWarp * kWarp));
+  rope_store_kv_kernel<<<n_tokens, threads, 0, s>>>(q, k, v, start_pos, p, kv, layer, blocks);
 }
 
 size_t attention_scratch_floats(int n_head, int head_dim) {
