@@ -213,33 +213,6 @@ TEST(CudaMathTest, MatvecSplitReadsEverySegmentOnce) {
   EXPECT_EQ(m::matvec_segments(1022), 0);
 }
 
-// A batch cut into steps: the steps cover its tokens in order, and their logits rows, laid end to
-// end, are the batch's rows (those of its last n_logits tokens), each step's the last of its own.
-TEST(CudaMathTest, StepChunksCoverTheBatchAndItsLogitsRowsInOrder) {
-  for (const int max_tokens : {1, 3, 8}) {
-    for (int n = 1; n <= 40; ++n) {
-      for (int n_logits = 0; n_logits <= n; ++n_logits) {
-        int rows = 0, c0 = 0;
-        while (c0 < n) {
-          const m::StepChunk sc = m::step_chunk(n, n_logits, c0, max_tokens);
-          ASSERT_GE(sc.len, 1);
-          ASSERT_LE(sc.len, max_tokens);
-          ASSERT_GE(sc.n_logits, 0);
-          ASSERT_LE(sc.n_logits, sc.len);
-          EXPECT_EQ(sc.rows_before, rows) << "n " << n << " n_logits " << n_logits << " c0 " << c0;
-          // The step's rows are its last tokens, and they are the batch's rows rows..rows+k.
-          for (int i = 0; i < sc.n_logits; ++i)
-            EXPECT_EQ(c0 + sc.len - sc.n_logits + i, n - n_logits + rows + i);
-          rows += sc.n_logits;
-          c0 += sc.len;
-        }
-        EXPECT_EQ(c0, n);
-        EXPECT_EQ(rows, n_logits);
-      }
-    }
-  }
-}
-
 // A launch's blocks and warps against its parts' rows: every row of every part read by exactly
 // its warps_per_row warps, one of each part index, and no warp given a row of another part.
 TEST(CudaMathTest, MatvecLaunchCoversEveryRowOfEveryPartOnce) {

@@ -34,7 +34,6 @@
 #include "base/clock.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cuda_kernels.cuh"
-#include "engine/backend/cuda/cuda_math.h"
 #include "engine/backend/cuda_module.h"
 #include "engine/gguf/quant.h"
 #include "engine/model/model.h"
@@ -51,12 +50,6 @@ using cuda::DeviceMatrix;
 constexpr int kB = KvBlockPool::kBlockTokens;
 // Weight elements dequantized per GEMM tile (64 MiB of F32 scratch).
 constexpr size_t kTileElems = size_t(16) << 20;
-// Batches of up to this many tokens (a keystroke's new text, a draft catching up) run as steps of
-// kMaxMatvecTokens tokens, each one read of the quantized weights by the mat-vec kernel, instead
-// of dequantizing every weight to F32 for a GEMM: the 2026-11-28 H100 report gives 1.5B Q4_K_M
-// a 4.1 ms decode step against about 54 ms for a 512-token prefill, most of which the
-// dequantization costs whatever the batch.
-constexpr int kChunkedPrefillTokens = 32;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
@@ -276,7 +269,7 @@ class CudaBackend final : public Backend {
   bool forward(const ForwardBatch& batch, std::span<float> logits) override {
     if (logits.size() < size_t(std::max(0, batch.n_logits)) * model_.config().n_vocab)
       throw std::invalid_argument("CUDA backend: logits buffer too small");
-    return step_in_chunks(batch, logits, {});
+    return step(batch, logits, {});
   }
 
   // The argmax runs where the logits are: n_logits ids cross instead of n_logits x n_vocab
@@ -284,36 +277,10 @@ class CudaBackend final : public Backend {
   bool forward_greedy(const ForwardBatch& batch, std::span<int32_t> tokens) override {
     if (tokens.size() < size_t(std::max(0, batch.n_logits)))
       throw std::invalid_argument("CUDA backend: room for fewer tokens than logits rows");
-    return step_in_chunks(batch, {}, tokens);
+    return step(batch, {}, tokens);
   }
 
  private:
-  // A batch of up to kChunkedPrefillTokens as consecutive steps of kMaxMatvecTokens tokens,
-  // each with the logits rows (or greedy tokens) of its own tokens among the last n_logits;
-  // a cancel is seen between the steps. Other batches go to step() whole.
-  bool step_in_chunks(const ForwardBatch& batch, std::span<float> logits,
-                      std::span<int32_t> greedy) {
-    const int n = static_cast<int>(batch.tokens.size());
-    if (n <= cuda::kMaxMatvecTokens || n > kChunkedPrefillTokens || batch.n_logits < 0 ||
-        batch.n_logits > n)
-      return step(batch, logits, greedy);
-    const size_t vocab = size_t(model_.config().n_vocab);
-    for (int c0 = 0; c0 < n; c0 += cuda::kMaxMatvecTokens) {
-      const cuda_math::StepChunk sc =
-          cuda_math::step_chunk(n, batch.n_logits, c0, cuda::kMaxMatvecTokens);
-      ForwardBatch chunk = batch;
-      chunk.tokens = batch.tokens.subspan(size_t(c0), size_t(sc.len));
-      chunk.start_pos = batch.start_pos + c0;
-      chunk.n_logits = sc.n_logits;
-      const size_t rows = size_t(sc.n_logits), before = size_t(sc.rows_before);
-      const bool ok = logits.empty()
-                          ? step(chunk, {}, greedy.subspan(before, rows))
-                          : step(chunk, logits.subspan(before * vocab, rows * vocab), {});
-      if (!ok) return false;
-    }
-    return true;
-  }
-
   // A forward that hands over the logits (`logits` not empty) or the greedy tokens.
   bool step(const ForwardBatch& batch, std::span<float> logits, std::span<int32_t> greedy) {
     const ModelConfig& c = model_.config();

@@ -485,23 +485,6 @@ GHOSTLINE_HD int matvec_row_part(int warp, const MatvecSplit& split) {
   return warp % split.warps_per_row;
 }
 
-// A batch of n tokens run as consecutive steps of at most max_tokens tokens: the step that starts
-// at token c0 has `len` tokens, of which the last `n_logits` have logits rows (a batch's rows are
-// those of its last n_logits tokens), and the rows before its own are `rows_before`.
-struct StepChunk {
-  int len;
-  int n_logits;
-  int rows_before;
-};
-
-GHOSTLINE_HD StepChunk step_chunk(int n, int n_logits, int c0, int max_tokens) {
-  const int len = n - c0 < max_tokens ? n - c0 : max_tokens;
-  const int first_row = n - n_logits;  // the first token with a logits row
-  const int rows = c0 + len - first_row;
-  const int before = c0 - first_row;
-  return {len, rows < 0 ? 0 : (rows > len ? len : rows), before < 0 ? 0 : before};
-}
-
 // Segments of a row of `cols` values: 32 chunks of kChunk values each. Rows whose length is not
 // a multiple of 4 (float types only) have none: the kernel reads them value by value.
 GHOSTLINE_HD int matvec_segments(int cols) {
