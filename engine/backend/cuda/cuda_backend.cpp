@@ -14,6 +14,8 @@
 // The kernels read the first position from device memory, so the graph replays at any position;
 // it is captured again only when a buffer it names is reallocated. GHOSTLINE_CUDA_GRAPHS=0 runs
 // every kernel by itself (to measure what the graphs save). Each forward synchronizes once.
+// GHOSTLINE_CUDA_MATVEC=rows computes decode's mat-vecs with the rows kernel (cuda_kernels.cuh;
+// `blocks`, the default, the other).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -231,6 +233,14 @@ class CudaBackend final : public Backend {
     cublas_ = context_->cublas();
     if (env_flag("GHOSTLINE_CUDA_PROFILE", false))
       profile_ = std::make_unique<StepProfile>(stream_);
+    if (const char* v = std::getenv("GHOSTLINE_CUDA_MATVEC"); v && *v) {
+      const std::string_view kernel(v);
+      if (kernel == "rows" || kernel == "blocks")
+        cuda::select_matvec_kernel(kernel == "rows" ? cuda::MatvecKernel::Rows
+                                                    : cuda::MatvecKernel::Blocks);
+      else
+        std::fprintf(stderr, "ghostline: GHOSTLINE_CUDA_MATVEC=%s: expected rows or blocks\n", v);
+    }
     upload_weights();
     kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());
     attn_scratch_ = DeviceBuffer(cuda::attention_scratch_floats(c.n_head, c.head_dim) * 4);

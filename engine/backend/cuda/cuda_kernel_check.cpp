@@ -151,6 +151,7 @@ HostProduct host_product(GgmlType type, const std::vector<std::byte>& w, int row
 class Checker {
  public:
   KernelCheck result;
+  std::string label;  // put before each finding: which mat-vec kernel decode used
 
   // One finding per case at most (the first wrong element, and how many were wrong).
   void compare(const std::string& what, const std::vector<float>& got,
@@ -170,7 +171,7 @@ class Checker {
       }
     }
     if (wrong > 0)
-      result.failures.push_back(what + ": " + std::to_string(wrong) + " of " +
+      result.failures.push_back(label + what + ": " + std::to_string(wrong) + " of " +
                                 std::to_string(want.size()) + " values wrong; first " + first);
   }
 
@@ -178,8 +179,9 @@ class Checker {
                  const std::vector<float>& alone, size_t offset) {
     ++result.cases;
     if (std::memcmp(batch.data() + offset, alone.data(), alone.size() * sizeof(float)) != 0)
-      result.failures.push_back(what + ": a token's values in the batch differ from its values "
-                                       "alone (bits)");
+      result.failures.push_back(label + what +
+                                ": a token's values in the batch differ from its values alone "
+                                "(bits)");
   }
 };
 
@@ -241,72 +243,82 @@ void check_matvec(Checker& ck, GgmlType type, int rows, int cols, bool with_bias
   }
 }
 
-// Q, K and V in one launch: each as matvec gives it, bit for bit.
+// Q, K and V in one launch: each as matvec gives it, bit for bit, for one token and for three.
 void check_shared_input(Checker& ck, GgmlType type, GgmlType v_type, int cols,
                         std::mt19937& rng) {
-  Device dev;
-  const int rows[3] = {37, 16, 16};
-  const GgmlType types[3] = {type, type, v_type};
-  cuda::DeviceMatrix ms[3];
-  float* ys[3];
-  float* alone[3];
-  const int n = 3;
-  const auto x = random_floats(size_t(n) * cols, rng);
-  const float* d_x = dev.copy(x);
-  cuda::MatvecTarget targets[3];
-  for (int i = 0; i < 3; ++i) {
-    const auto w = random_rows(types[i], rows[i], cols, rng);
-    ms[i] = upload_matrix(dev, types[i], w, rows[i], cols);
-    ys[i] = dev.alloc<float>(size_t(n) * rows[i]);
-    alone[i] = dev.alloc<float>(size_t(n) * rows[i]);
-    ok(cudaMemset(ys[i], 0xFF, size_t(n) * rows[i] * 4), "poison y");
-    const float* bias = i == 1 ? nullptr : dev.copy(random_floats(size_t(rows[i]), rng));
-    targets[i] = {.w = &ms[i], .y = ys[i], .bias = bias};
-    cuda::matvec(ms[i], d_x, n, alone[i], false, bias, nullptr);
+  for (const int n : {1, 3}) {
+    Device dev;
+    const int rows[3] = {37, 16, 16};
+    const GgmlType types[3] = {type, type, v_type};
+    cuda::DeviceMatrix ms[3];
+    float* ys[3];
+    float* alone[3];
+    const auto x = random_floats(size_t(n) * cols, rng);
+    const float* d_x = dev.copy(x);
+    cuda::MatvecTarget targets[3];
+    for (int i = 0; i < 3; ++i) {
+      const auto w = random_rows(types[i], rows[i], cols, rng);
+      ms[i] = upload_matrix(dev, types[i], w, rows[i], cols);
+      ys[i] = dev.alloc<float>(size_t(n) * rows[i]);
+      alone[i] = dev.alloc<float>(size_t(n) * rows[i]);
+      ok(cudaMemset(ys[i], 0xFF, size_t(n) * rows[i] * 4), "poison y");
+      const float* bias = i == 1 ? nullptr : dev.copy(random_floats(size_t(rows[i]), rng));
+      targets[i] = {.w = &ms[i], .y = ys[i], .bias = bias};
+      cuda::matvec(ms[i], d_x, n, alone[i], false, bias, nullptr);
+    }
+    const std::string what = "matvec_shared_input " + type_name(type) + ", " + type_name(type) +
+                             ", " + type_name(v_type) + " x" + std::to_string(cols) + ", " +
+                             std::to_string(n) + " token" + (n > 1 ? "s" : "");
+    ++ck.result.cases;
+    if (!cuda::matvec_shared_input(targets, 3, d_x, n, nullptr)) {
+      ck.result.failures.push_back(ck.label + what + ": refused matrices of the same columns");
+      return;
+    }
+    ok(cudaDeviceSynchronize(), "matvec_shared_input");
+    for (int i = 0; i < 3; ++i)
+      ck.same_bits(what + ", matrix " + std::to_string(i), download(ys[i], size_t(n) * rows[i]),
+                   download(alone[i], size_t(n) * rows[i]), 0);
   }
-  const std::string what = "matvec_shared_input " + type_name(type) + ", " + type_name(type) +
-                           ", " + type_name(v_type) + " x" +
-                           std::to_string(cols) + ", 3 tokens";
-  ++ck.result.cases;
-  if (!cuda::matvec_shared_input(targets, 3, d_x, n, nullptr)) {
-    ck.result.failures.push_back(what + ": refused matrices of the same columns");
-    return;
-  }
-  ok(cudaDeviceSynchronize(), "matvec_shared_input");
-  for (int i = 0; i < 3; ++i)
-    ck.same_bits(what + ", matrix " + std::to_string(i), download(ys[i], size_t(n) * rows[i]),
-                 download(alone[i], size_t(n) * rows[i]), 0);
 }
 
-// Gate and up with SwiGLU in one launch against the host's swiglu of the two products.
+// Gate and up with SwiGLU in one launch against the host's swiglu of the two products, for one
+// token and for three (whose first has the single token's bits).
 void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
   Device dev;
   const auto wg = random_rows(type, rows, cols, rng), wu = random_rows(type, rows, cols, rng);
   const cuda::DeviceMatrix g = upload_matrix(dev, type, wg, rows, cols);
   const cuda::DeviceMatrix u = upload_matrix(dev, type, wu, rows, cols);
-  const int n = 3;
-  const auto x = random_floats(size_t(n) * cols, rng);
+  const int max_tokens = 3;
+  const auto x = random_floats(size_t(max_tokens) * cols, rng);
   const float* d_x = dev.copy(x);
-  float* d_y = dev.alloc<float>(size_t(n) * rows);
-  ok(cudaMemset(d_y, 0xFF, size_t(n) * rows * 4), "poison y");
-  const std::string what = name_of("matvec_swiglu", type, rows, cols, n);
-  if (!cuda::matvec_swiglu(g, u, d_x, n, d_y, nullptr)) {
-    ++ck.result.cases;
-    ck.result.failures.push_back(what + ": refused two matrices of the same type and shape");
-    return;
+  float* d_y = dev.alloc<float>(size_t(max_tokens) * rows);
+  std::vector<float> alone;
+  for (const int n : {1, max_tokens}) {
+    ok(cudaMemset(d_y, 0xFF, size_t(n) * rows * 4), "poison y");
+    const std::string what = name_of("matvec_swiglu", type, rows, cols, n);
+    if (!cuda::matvec_swiglu(g, u, d_x, n, d_y, nullptr)) {
+      ++ck.result.cases;
+      ck.result.failures.push_back(ck.label + what +
+                                   ": refused two matrices of the same type and shape");
+      return;
+    }
+    ok(cudaDeviceSynchronize(), "matvec_swiglu");
+    const auto got = download(d_y, size_t(n) * rows);
+    const HostProduct pg = host_product(type, wg, rows, cols, x, n);
+    const HostProduct pu = host_product(type, wu, rows, cols, x, n);
+    std::vector<double> want(got.size()), magnitude(got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      want[i] = cuda_math::swiglu(float(pg.y[i]), float(pu.y[i]));
+      // silu(g) * u moves by about |u| per unit of g and |silu(g)| per unit of u.
+      magnitude[i] = pg.magnitude[i] * (std::abs(pu.y[i]) + 1) +
+                     pu.magnitude[i] * (std::abs(pg.y[i]) + 1);
+    }
+    ck.compare(what, got, want, magnitude, rows);
+    if (n == 1)
+      alone = got;
+    else
+      ck.same_bits(what, got, alone, 0);
   }
-  ok(cudaDeviceSynchronize(), "matvec_swiglu");
-  const auto got = download(d_y, size_t(n) * rows);
-  const HostProduct pg = host_product(type, wg, rows, cols, x, n);
-  const HostProduct pu = host_product(type, wu, rows, cols, x, n);
-  std::vector<double> want(got.size()), magnitude(got.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    want[i] = cuda_math::swiglu(float(pg.y[i]), float(pu.y[i]));
-    // silu(g) * u moves by about |u| per unit of g and |silu(g)| per unit of u.
-    magnitude[i] = pg.magnitude[i] * (std::abs(pu.y[i]) + 1) +
-                   pu.magnitude[i] * (std::abs(pg.y[i]) + 1);
-  }
-  ck.compare(what, got, want, magnitude, rows);
 }
 
 // The greedy token of rows with many ties (few distinct values) against the host's argmax.
@@ -344,24 +356,35 @@ KernelCheck check_cuda_kernels() {
   const GgmlType blocks256[] = {GgmlType::IQ4_XS, GgmlType::Q4_K, GgmlType::Q5_K,
                                 GgmlType::Q6_K};
   const GgmlType floats[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
-  // Columns: one segment, two (two warps a row), five (four warps: the 0.5B down projection).
-  for (const GgmlType t : blocks32)
-    for (const int cols : {96, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
-  for (const GgmlType t : blocks256)
-    for (const int cols : {256, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
-  // Float rows: a multiple of 4 but not of 32 (a tail after the chunks), and not of 4 (value by
-  // value).
-  for (const GgmlType t : floats)
-    for (const int cols : {100, 102, 1024}) check_matvec(ck, t, 37, cols, false, false, rng);
-  // Rows that fill one block of rows or many, bias and accumulation.
-  check_matvec(ck, GgmlType::Q8_0, 1, 896, true, false, rng);
-  check_matvec(ck, GgmlType::Q8_0, 133, 896, true, false, rng);
-  check_matvec(ck, GgmlType::Q4_K, 133, 4864, false, true, rng);
-  check_matvec(ck, GgmlType::Q5_0, 9, 4864, true, true, rng);
-  check_shared_input(ck, GgmlType::Q8_0, GgmlType::Q8_0, 896, rng);
-  check_shared_input(ck, GgmlType::Q4_K, GgmlType::Q6_K, 1536, rng);
-  check_swiglu(ck, GgmlType::Q8_0, 37, 896, rng);
-  check_swiglu(ck, GgmlType::Q4_K, 37, 4864, rng);
+  // Every mat-vec case with each kernel decode may use (batches use the blocks kernel).
+  const cuda::MatvecKernel selected = cuda::selected_matvec_kernel();
+  for (const cuda::MatvecKernel kernel : {cuda::MatvecKernel::Blocks, cuda::MatvecKernel::Rows}) {
+    cuda::select_matvec_kernel(kernel);
+    ck.label = kernel == cuda::MatvecKernel::Rows ? "rows kernel: " : "";
+    // Columns: one segment, two (two warps a row), five (four warps: the 0.5B down projection).
+    for (const GgmlType t : blocks32)
+      for (const int cols : {96, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
+    for (const GgmlType t : blocks256)
+      for (const int cols : {256, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
+    // Float rows: a multiple of 4 but not of 32 (a tail after the chunks), and not of 4 (value
+    // by value).
+    for (const GgmlType t : floats)
+      for (const int cols : {100, 102, 1024}) check_matvec(ck, t, 37, cols, false, false, rng);
+    // Rows that fill one block of rows or many (or, for the rows kernel, give a warp several),
+    // bias and accumulation.
+    check_matvec(ck, GgmlType::Q8_0, 1, 896, true, false, rng);
+    check_matvec(ck, GgmlType::Q8_0, 133, 896, true, false, rng);
+    check_matvec(ck, GgmlType::Q8_0, 20000, 96, true, true, rng);
+    check_matvec(ck, GgmlType::Q4_K, 133, 4864, false, true, rng);
+    check_matvec(ck, GgmlType::Q5_0, 9, 4864, true, true, rng);
+    check_shared_input(ck, GgmlType::Q8_0, GgmlType::Q8_0, 896, rng);
+    check_shared_input(ck, GgmlType::Q4_K, GgmlType::Q6_K, 1536, rng);
+    check_swiglu(ck, GgmlType::Q8_0, 37, 896, rng);
+    check_swiglu(ck, GgmlType::Q4_K, 37, 4864, rng);
+    check_swiglu(ck, GgmlType::F16, 37, 1024, rng);
+  }
+  cuda::select_matvec_kernel(selected);
+  ck.label.clear();
   check_argmax(ck, 1, 151936, rng);
   check_argmax(ck, 8, 1000, rng);
   check_argmax(ck, 3, 5, rng);

@@ -117,9 +117,9 @@ __host__ __device__ constexpr int segment_bytes() {
 // with the widest words both ends' alignment and the length allow (a warp's segment in shared
 // memory is only as aligned as the segment size allows: Q6_K's 840 bytes, 8). The words travel
 // as asynchronous copies (cp.async), which hold no registers: the whole segment is in flight at
-// once, where loads and stores in turn would wait one memory round trip per word a lane copies.
-// warp_copy_wait() makes the segment visible to the warp. Only rows of 2-byte alignment (odd
-// shapes) are copied by plain loads and stores.
+// once. The caller commits them as a group: warp_copy_wait() commits and waits for every copy
+// started before it; the rows kernel keeps several groups in flight. Only rows of 2-byte
+// alignment (odd shapes) are copied by plain loads and stores.
 template <int kWordBytes>
 __device__ __forceinline__ void warp_copy_words(uint8_t* dst, const uint8_t* src, int bytes,
                                                 int lane) {
@@ -127,7 +127,7 @@ __device__ __forceinline__ void warp_copy_words(uint8_t* dst, const uint8_t* src
     __pipeline_memcpy_async(dst + i, src + i, kWordBytes);
 }
 
-__device__ __forceinline__ void warp_copy_start(uint8_t* dst, const uint8_t* src, int bytes,
+__device__ __forceinline__ void warp_copy_issue(uint8_t* dst, const uint8_t* src, int bytes,
                                                 int lane) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) |
                       static_cast<uintptr_t>(bytes);
@@ -141,10 +141,10 @@ __device__ __forceinline__ void warp_copy_start(uint8_t* dst, const uint8_t* src
     for (int i = lane; i < bytes / 2; i += kWarp)
       reinterpret_cast<uint16_t*>(dst)[i] = reinterpret_cast<const uint16_t*>(src)[i];
   }
-  __pipeline_commit();
 }
 
 __device__ __forceinline__ void warp_copy_wait() {
+  __pipeline_commit();
   __pipeline_wait_prior(0);
   __syncwarp();  // every lane's words, visible to the whole warp
 }
@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
       // Both matrices' segments are in flight before either is used.
 #pragma unroll
       for (int mat = 0; mat < kMatrices; ++mat)
-        warp_copy_start(segments[warp][mat], rows_of[mat] + begin, bytes, lane);
+        warp_copy_issue(segments[warp][mat], rows_of[mat] + begin, bytes, lane);
       warp_copy_wait();
       const int c = c0 + lane;
       if (c < chunks) {
@@ -292,6 +292,127 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
     out = accumulate ? out + s[0] : s[0];
     if (bias) out += bias[row];
   }
+}
+
+// The mat-vec of a single token (decode) with the work dealt by rows instead of blocks: warp w of
+// the launch takes rows w, w + (warps of the launch), ... of the parts' rows laid end to end, and
+// keeps kDepth segments in flight (cp.async into a ring of shared buffers): while it computes one
+// segment the next ones travel, so a warp that has several rows reads the memory without a gap.
+// A lane's sums are kept apart by the part of matvec_kernel's split the segment falls in, and the
+// parts' warp sums are added in part order: the bits matvec_kernel gives. Rows must be whole
+// chunks (cols a multiple of kChunk); with the activations of one token, 16-byte aligned.
+template <GgmlType T, bool kGlu>
+__host__ __device__ constexpr int rows_depth() {
+  constexpr int per_segment = kMatvecWarps * (kGlu ? 2 : 1) * segment_bytes<T>();
+  constexpr int limit = 40 * 1024;  // of static shared memory per block
+  return per_segment * 3 <= limit ? 3 : per_segment * 2 <= limit ? 2 : 0;
+}
+
+template <GgmlType T, bool kGlu>
+__global__ void __launch_bounds__(kMatvecWarps* kWarp)
+    matvec_rows_kernel(MatvecParts parts, int cols, const float* x, bool accumulate,
+                       int warps_per_row) {
+  constexpr int kSegment = segment_bytes<T>();
+  constexpr int kMatrices = kGlu ? 2 : 1;
+  constexpr int kDepth = rows_depth<T, kGlu>();
+  static_assert(kDepth >= 2, "launched only where two segments fit");
+  constexpr int kMaxParts = 4;  // matvec_split's warps per row, at most
+  __shared__ __align__(16) uint8_t ring[kMatvecWarps][kDepth][kMatrices][kSegment];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int first = blockIdx.x * kMatvecWarps + warp, stride = gridDim.x * kMatvecWarps;
+  const int chunks = cols / m::kChunk;
+  const int segments = (chunks + kWarp - 1) / kWarp;
+  const int rows0 = parts.part[0].rows, rows1 = parts.n > 1 ? parts.part[1].rows : 0;
+  const int total = rows0 + rows1 + (parts.n > 2 ? parts.part[2].rows : 0);
+  const int items = first < total ? ((total - 1 - first) / stride + 1) * segments : 0;
+  // The part and its row of item `it` (the parts chosen without indexing the parameter array by
+  // a variable).
+  auto locate = [&](int it, int& row) -> const MatvecPart& {
+    const int g = first + (it / segments) * stride;
+    row = g < rows0 ? g : g < rows0 + rows1 ? g - rows0 : g - rows0 - rows1;
+    return g < rows0 ? parts.part[0] : g < rows0 + rows1 ? parts.part[1] : parts.part[2];
+  };
+  auto issue = [&](int it) {
+    if (it < items) {
+      int row;
+      const MatvecPart& mp = locate(it, row);
+      const size_t begin = size_t(it % segments) * kSegment;
+      const int bytes = int(min(size_t(kSegment), mp.row_bytes - begin));
+#pragma unroll
+      for (int mat = 0; mat < kMatrices; ++mat)
+        warp_copy_issue(ring[warp][it % kDepth][mat],
+                        (mat == 0 ? mp.w : mp.w_up) + size_t(row) * mp.row_bytes + begin, bytes,
+                        lane);
+    }
+    __pipeline_commit();  // an empty group past the end keeps the count of groups in step
+  };
+#pragma unroll
+  for (int k = 0; k < kDepth - 1; ++k) issue(k);
+  float acc[kMatrices][kMaxParts];
+#pragma unroll
+  for (int mat = 0; mat < kMatrices; ++mat)
+#pragma unroll
+    for (int q = 0; q < kMaxParts; ++q) acc[mat][q] = 0.0f;
+  for (int it = 0; it < items; ++it) {
+    issue(it + kDepth - 1);
+    const int seg = it % segments, c = seg * kWarp + lane, q = seg % warps_per_row;
+    // The item's activations, loaded while its weights arrive.
+    float4 xv[m::kChunk / 4];
+    if (c < chunks) {
+#pragma unroll
+      for (int i = 0; i < m::kChunk / 4; ++i)
+        xv[i] = reinterpret_cast<const float4*>(x + size_t(c) * m::kChunk)[i];
+    }
+    __pipeline_wait_prior(kDepth - 1);  // item it's group; the later ones may still travel
+    __syncwarp();
+    if (c < chunks) {
+#pragma unroll
+      for (int mat = 0; mat < kMatrices; ++mat) {
+        float wv[m::kChunk];
+        dequant_chunk<T>(ring[warp][it % kDepth][mat], lane, wv);
+        float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int i = 0; i < m::kChunk / 4; ++i) {
+          p[0] += wv[4 * i] * xv[i].x;
+          p[1] += wv[4 * i + 1] * xv[i].y;
+          p[2] += wv[4 * i + 2] * xv[i].z;
+          p[3] += wv[4 * i + 3] * xv[i].w;
+        }
+        const float v = (p[0] + p[1]) + (p[2] + p[3]);
+#pragma unroll
+        for (int k = 0; k < kMaxParts; ++k)
+          if (k == q) acc[mat][k] += v;
+      }
+    }
+    __syncwarp();  // the slot is read before issue(it + kDepth) fills it again
+    if (seg != segments - 1) continue;
+    // The row is whole: each part's sum over the lanes, the parts in order.
+    float total_of[kMatrices];
+#pragma unroll
+    for (int mat = 0; mat < kMatrices; ++mat) {
+      float t = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kMaxParts; ++k) {
+        if (k < warps_per_row) {
+          const float v = warp_sum(acc[mat][k]);
+          t = k == 0 ? v : t + v;
+        }
+        acc[mat][k] = 0.0f;
+      }
+      total_of[mat] = t;
+    }
+    if (lane != 0) continue;
+    int row;
+    const MatvecPart& mp = locate(it, row);
+    if constexpr (kGlu) {
+      mp.y[row] = m::swiglu(total_of[0], total_of[kMatrices - 1]);
+    } else {
+      float out = accumulate ? mp.y[row] + total_of[0] : total_of[0];
+      if (mp.bias) out += mp.bias[row];
+      mp.y[row] = out;
+    }
+  }
+  __pipeline_wait_prior(0);  // nothing left in flight when the warp leaves
 }
 
 template <GgmlType T>
@@ -726,6 +847,32 @@ namespace {
 
 // Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
 // and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
+MatvecKernel selected_kernel = MatvecKernel::Blocks;
+
+// Blocks of the rows kernel resident on one SM (from its registers and shared memory), once
+// per instantiation: its launch covers the GPU once, each warp taking several rows.
+template <GgmlType T, bool kGlu>
+int rows_blocks_per_sm() {
+  static const int blocks = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, matvec_rows_kernel<T, kGlu>,
+                                                      kMatvecWarps * kWarp, 0) != cudaSuccess)
+      n = 1;
+    return n > 0 ? n : 1;
+  }();
+  return blocks;
+}
+
+int sm_count() {
+  static const int n = [] {
+    int device = 0, count = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    return count > 0 ? count : 1;
+  }();
+  return n;
+}
+
 template <bool kGlu>
 void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
                    int n_tokens, bool accumulate, cudaStream_t s) {
@@ -746,12 +893,26 @@ void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, cons
     blocks += m::matvec_blocks(w.rows, split.rows_per_block);
   }
   with_type(first.type, [&]<GgmlType T>() {
+    if constexpr (rows_depth<T, kGlu>() >= 2) {
+      if (selected_kernel == MatvecKernel::Rows && n_tokens == 1 && first.cols % m::kChunk == 0) {
+        int rows = 0;
+        for (int i = 0; i < n; ++i) rows += parts.part[i].rows;
+        const int grid = std::min(m::matvec_blocks(rows, kMatvecWarps),
+                                  sm_count() * rows_blocks_per_sm<T, kGlu>());
+        matvec_rows_kernel<T, kGlu><<<grid, kMatvecWarps * kWarp, 0, s>>>(
+            parts, first.cols, x, accumulate, split.warps_per_row);
+        return;
+      }
+    }
     matvec_kernel<T, kGlu><<<blocks, kMatvecWarps * kWarp, 0, s>>>(
         parts, first.cols, x, n_tokens, accumulate, split.warps_per_row);
   });
 }
 
 }  // namespace
+
+void select_matvec_kernel(MatvecKernel k) { selected_kernel = k; }
+MatvecKernel selected_matvec_kernel() { return selected_kernel; }
 
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s) {

@@ -34,6 +34,14 @@ bool kernels_read_type(uint32_t type);
 // it has several segments (cuda_math::matvec_split). x must be 16-byte aligned.
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s);
+// The kernel of single-token mat-vecs (decode); batches always use Blocks, and the two give the
+// same bits. Blocks: a block of four warps per four rows (or fewer rows of several segments),
+// each warp one row. Rows: a launch that covers the GPU once, each warp several rows with the
+// next segments in flight while it computes one (float rows too long for its shared buffers, and
+// rows not made of whole 32-value chunks, keep Blocks). GHOSTLINE_CUDA_MATVEC=rows selects it.
+enum class MatvecKernel { Blocks, Rows };
+void select_matvec_kernel(MatvecKernel k);
+MatvecKernel selected_matvec_kernel();
 // One product of several that read the same activations: y = W x (+ bias).
 struct MatvecTarget {
   const DeviceMatrix* w = nullptr;
