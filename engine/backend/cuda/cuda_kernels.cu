@@ -154,12 +154,11 @@ __device__ __forceinline__ void warp_copy_wait() {
 // segment). For each segment the warp copies it into shared memory with coalesced loads
 // (consecutive lanes, consecutive words; all of them in flight at once), then each lane
 // dequantizes one chunk from there into registers and multiplies it with every token's 32
-// activations (16-byte loads). A token's sum
-// is formed in the same order whatever the number of tokens: per lane over its chunks in four
-// interleaved partial sums, then over the lanes, then over the row's warps in part order. Rows
-// whose length is not a multiple of 4 (float types only: quantized rows are whole blocks) are
-// read value by value, by the row's first warp. With `accumulate`, y += W x (the residual add of
-// a projection); with a `bias`, y = W x + bias.
+// activations (16-byte loads). A token's sum is formed in the same order whatever the number of
+// tokens: per lane over its chunks in four interleaved partial sums, then over the lanes, then
+// over the row's warps in part order. Rows whose length is not a multiple of 4 (float types
+// only: quantized rows are whole blocks) are read value by value, by the row's first warp. With
+// `accumulate`, y += W x (the residual add of a projection); with a `bias`, y = W x + bias.
 //
 // With kGlu, the warp does the same for row r of a second matrix of the same shape (`w_up`),
 // whose segment it copies together with the first's, and writes swiglu(W x, W_up x): the gate
