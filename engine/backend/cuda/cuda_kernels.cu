@@ -910,7 +910,20 @@ void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, cons
 
 }  // namespace
 
-void select_matvec_kernel(MatvecKernel k) { selected_kernel = k; }
+void select_matvec_kernel(MatvecKernel k) {
+  selected_kernel = k;
+  if (k != MatvecKernel::Rows) return;
+  // The launch sizes are read here, outside any stream capture: a step graph captures the first
+  // launches.
+  sm_count();
+  for (uint32_t type = 0; type < 64; ++type) {
+    if (!kernels_read_type(type)) continue;
+    with_type(type, [&]<GgmlType T>() {
+      if constexpr (rows_depth<T, false>() >= 2) rows_blocks_per_sm<T, false>();
+      if constexpr (rows_depth<T, true>() >= 2) rows_blocks_per_sm<T, true>();
+    });
+  }
+}
 MatvecKernel selected_matvec_kernel() { return selected_kernel; }
 
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
