@@ -242,9 +242,12 @@ AdaptiveK confident_draft(const VerifyCost& cost, const DraftCost& draft) {
   return k;
 }
 
-// The target as its own draft: every proposal is accepted. Measured as costing three target
-// steps a step, it is not used (but for a probe now and then); with the fixed costs alone, it
-// proposes every round. The output is the same.
+// The target as its own draft: its proposals are accepted (nearly all: the draft's KV holds the
+// prompt as other forwards computed it, its own prefill of all but the last token and then a
+// step where the target ran one prefill, so their logits may differ in the last bits and a near
+// tie go the other way). Measured as costing three target steps a step, it is not used (but for
+// a probe now and then); with the fixed costs alone, it proposes every round. The output is the
+// same.
 TEST_F(ShippedPairTest, ADraftMeasuredAsCostlyIsNotUsedThoughItAgrees) {
   const auto prompts = code_prompts(target_->model->tokenizer(), 1, 120);
   ASSERT_GE(prompts.size(), 4u);
@@ -265,7 +268,7 @@ TEST_F(ShippedPairTest, ADraftMeasuredAsCostlyIsNotUsedThoughItAgrees) {
     priced += checker.check(prompts[i], options, Mode::Draft, a, unused, label, &costs, true);
     unpriced += checker.check(prompts[i], options, Mode::Draft, b, unused, label, nullptr, true);
   }
-  EXPECT_EQ(unpriced.accepted_draft, unpriced.proposed_draft);
+  EXPECT_GE(unpriced.accepted_draft * 10, unpriced.proposed_draft * 9);
   EXPECT_GT(unpriced.proposed_draft, 60);
   // Only probes: at most one round in kProbeAfterSkips + 1.
   EXPECT_LT(priced.proposed_draft * 4, unpriced.proposed_draft);
