@@ -85,13 +85,16 @@ def run(a, serve_args, label):
         if "result" not in r:
             raise RuntimeError("completion failed: %s" % r)
         s = d.request("ghostline/stats", None)["result"]["recent"][-1]
+        # A keystroke that typed into the previous completion is answered from memory: no prompt,
+        # no model run.
+        memory = s.get("fromMemory", False)
         gen = s.get("generatedTokens", 0)
         per_token = s.get("decodeMs", 0) / (gen - 1) if gen > 1 else float("nan")
-        rows.append({"prefilled": s["prefilledTokens"], "prefill": s["prefillMs"], "per_token": per_token,
-                     "total": total, "tokens": gen})
-        print("| %d | %s | %d | %d | %d | %.0f | %.1f | %d | %.0f |" % (
-            i, json.dumps(piece), s["promptTokens"], s.get("otherFilesTokens", 0), s["prefilledTokens"], s["prefillMs"],
-            per_token, gen, total))
+        rows.append({"prefilled": s.get("prefilledTokens", 0), "prefill": s.get("prefillMs", 0.0),
+                     "per_token": per_token, "total": total, "tokens": gen})
+        print("| %d | %s | %s | %d | %d | %.0f | %.1f | %d | %.0f |" % (
+            i, json.dumps(piece), "from memory" if memory else str(s["promptTokens"]),
+            s.get("otherFilesTokens", 0), rows[-1]["prefilled"], rows[-1]["prefill"], per_token, gen, total))
         sys.stdout.flush()
     rss = daemon_rss_mib(d.p.pid)
     d.request("shutdown", None)
@@ -106,7 +109,8 @@ def run(a, serve_args, label):
               "max %.0f ms; decode %.1f ms/token" % (
                   len(typing), statistics.mean(r["prefilled"] for r in typing), max(r["prefilled"] for r in typing),
                   statistics.mean(r["total"] for r in typing), max(r["total"] for r in typing),
-                  statistics.mean(r["per_token"] for r in typing if r["per_token"] == r["per_token"])))
+                  statistics.mean([r["per_token"] for r in typing if r["per_token"] == r["per_token"]]
+                                  or [float("nan")])))
     return rows
 
 
