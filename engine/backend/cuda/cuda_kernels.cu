@@ -149,6 +149,22 @@ __device__ __forceinline__ void warp_copy_wait() {
   __syncwarp();  // every lane's words, visible to the whole warp
 }
 
+// One lane's chunk of a row (32 dequantized values) times one token's 32 activations: four
+// interleaved partial sums, then their sum. Both mat-vec kernels form every sum this way, so
+// they give the same bits.
+__device__ __forceinline__ float chunk_dot(const float* wv, const float4* xp) {
+  float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < m::kChunk / 4; ++i) {
+    const float4 v = xp[i];
+    p[0] += wv[4 * i] * v.x;
+    p[1] += wv[4 * i + 1] * v.y;
+    p[2] += wv[4 * i + 2] * v.z;
+    p[3] += wv[4 * i + 3] * v.w;
+  }
+  return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
 // A row is read in segments of 32 chunks of 32 values, by one warp or, for rows of several
 // segments, by several (cuda_math::matvec_split: warp `part` takes every warps_per_row-th
 // segment). For each segment the warp copies it into shared memory with coalesced loads
@@ -235,18 +251,8 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
 #pragma unroll
           for (int t = 0; t < kMaxMatvecTokens; ++t) {
             if (t >= n_tokens) break;
-            const float4* xp =
-                reinterpret_cast<const float4*>(x + size_t(t) * cols + size_t(c) * m::kChunk);
-            float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int i = 0; i < m::kChunk / 4; ++i) {
-              const float4 v = xp[i];
-              p[0] += wv[4 * i] * v.x;
-              p[1] += wv[4 * i + 1] * v.y;
-              p[2] += wv[4 * i + 2] * v.z;
-              p[3] += wv[4 * i + 3] * v.w;
-            }
-            sum[t] += (p[0] + p[1]) + (p[2] + p[3]);
+            sum[t] += chunk_dot(wv, reinterpret_cast<const float4*>(x + size_t(t) * cols +
+                                                                     size_t(c) * m::kChunk));
           }
         }
       }
@@ -369,15 +375,7 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
       for (int mat = 0; mat < kMatrices; ++mat) {
         float wv[m::kChunk];
         dequant_chunk<T>(ring[warp][it % kDepth][mat], lane, wv);
-        float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int i = 0; i < m::kChunk / 4; ++i) {
-          p[0] += wv[4 * i] * xv[i].x;
-          p[1] += wv[4 * i + 1] * xv[i].y;
-          p[2] += wv[4 * i + 2] * xv[i].z;
-          p[3] += wv[4 * i + 3] * xv[i].w;
-        }
-        const float v = (p[0] + p[1]) + (p[2] + p[3]);
+        const float v = chunk_dot(wv, xv);
 #pragma unroll
         for (int k = 0; k < kMaxParts; ++k)
           if (k == q) acc[mat][k] += v;
@@ -844,8 +842,6 @@ bool kernels_read_type(uint32_t type) {
 
 namespace {
 
-// Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
-// and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
 MatvecKernel selected_kernel = MatvecKernel::Blocks;
 
 // Blocks of the rows kernel resident on one SM (from its registers and shared memory), once
@@ -872,6 +868,8 @@ int sm_count() {
   return n;
 }
 
+// Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
+// and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
 template <bool kGlu>
 void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
                    int n_tokens, bool accumulate, cudaStream_t s) {
