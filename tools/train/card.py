@@ -300,13 +300,19 @@ def main():
         if (new_v < old_v) if higher_is_better else (new_v > old_v):
             worse.append(f"{what} ({fmt.format(new_v)} against {fmt.format(old_v)})")
 
+    # (name, key, format, higher is better) of the figures both evaluations report.
+    completions = (("exact match", "exact_match", "{:.3f}", True),
+                   ("edit similarity", "edit_similarity", "{:.3f}", True),
+                   ("empty completions", "empty_completions", "{:.1%}", False))
+
+    def compare_all(prefix, new, old, figures):
+        for name, key, fmt, higher in figures:
+            compare(f"{prefix}{name}", new[key], old[key], fmt, higher)
+
     if base:
         for model in ("target", "draft"):
-            for name, key, fmt, higher in (("exact match", "exact_match", "{:.3f}", True),
-                                           ("edit similarity", "edit_similarity", "{:.3f}", True),
-                                           ("empty completions", "empty_completions", "{:.1%}", False),
-                                           ("perplexity", "perplexity", "{:.2f}", False)):
-                compare(f"the {model}'s {name}", ev[model][key], base[model][key], fmt, higher)
+            compare_all(f"the {model}'s ", ev[model], base[model],
+                        completions + (("perplexity", "perplexity", "{:.2f}", False),))
         compare("draft acceptance", ev["speculative"]["acceptance_rate"],
                 base["speculative"]["acceptance_rate"], "{:.3f}", True)
     if args.daemon_eval:
@@ -324,13 +330,10 @@ def main():
                      f"{de['empty_completions']:.1%} | {de['latency_ms_p50']:.0f} / {de['latency_ms_p99']:.0f} |")
         if len(runs) >= 2:
             (_, de_new), (_, de_old) = runs[0], runs[1]
-            for name, key, fmt, higher in (("exact match", "exact_match", "{:.3f}", True),
-                                           ("edit similarity", "edit_similarity", "{:.3f}", True),
-                                           ("empty completions", "empty_completions", "{:.1%}", False),
-                                           ("p99 latency", "latency_ms_p99", "{:.0f} ms", False)):
-                compare(f"through the engine, {name}", de_new[key], de_old[key], fmt, higher)
+            compare_all("through the engine, ", de_new, de_old,
+                        completions + (("p99 latency", "latency_ms_p99", "{:.0f} ms", False),))
+            old_pl = de_old.get("per_language_em", {})
             for lang, v in sorted(de_new.get("per_language_em", {}).items()):
-                old_pl = de_old.get("per_language_em", {})
                 if lang in old_pl:
                     compare(f"through the engine, {lang} exact match", v, old_pl[lang], "{:.3f}", True)
         langs = sorted({lang for _, de in runs for lang in de.get("per_language_em", {})})
