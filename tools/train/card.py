@@ -223,13 +223,20 @@ def main():
                  f"in SHA-256 order, window {sel.get('window', 0)}), all their held-out files.\n")
     site = manifest.get("site_packages")
     if site:
+        split = "distributions" in site  # Python and C/C++ files as sources of their own
+        other = site.get("files_other_license")
         L.append(f"The `pip-*` sources (set `site`) were read on the training machine from the Python "
-                 f"{site['python']} packages installed there: {site['sources']} distributions whose metadata "
-                 f"names a permissive license (the license column says which field it came from: "
-                 f"License-Expression, License or the Trove classifiers), {site['train_bytes']:,} bytes of "
-                 f"training text; {site['skipped']} were skipped (another license, no license in the "
-                 f"metadata, a module the corpus has from Debian, a standard-library backport; "
-                 f"`site_corpus.py` lists why for each).\n")
+                 f"{site['python']} packages installed there: {site.get('distributions', site['sources'])} "
+                 f"distributions whose metadata names a permissive license (the license column says which field "
+                 f"it came from: License-Expression, License or the Trove classifiers), "
+                 + ("their Python files (`pip-NAME`) and their C, C++ and CUDA files (`pip-NAME-cpp`), "
+                    if split else "")
+                 + f"{site['train_bytes']:,} bytes of training text; {site['skipped']} were skipped"
+                 + (" whole or in part" if split else "")
+                 + " (another license, no license in the metadata, a module the corpus has from Debian, a "
+                 "standard-library backport; `site_corpus.py` lists why for each)"
+                 + (f"; {other} files whose own header names another license were left out" if other else "")
+                 + ".\n")
     L.append("## Training\n")
     if cfg.get("init_gguf"):
         L.append(f"- Initial weights: the previous default pair ({', '.join(Path(p).name for p in cfg['init_gguf'])}, "

@@ -5,20 +5,30 @@ For a machine without network that holds a large Python environment (a GPU machi
 PyTorch, JAX, SciPy and many more): the corpus arrives as a shard (pack.py corpus-unpack) and
 this adds what is already there, from the interpreter that runs it.
 
-- One source per installed distribution, `pip-NAME`, language python, set "site".
+- Per installed distribution, its Python files as the source `pip-NAME` (language python) and
+  its C, C++ and CUDA files (headers and sources: PyTorch's C++ API, the C of NumPy and SciPy,
+  Arrow, ONNX...) as `pip-NAME-cpp` (language cpp), both in the set "site".
 - Its license comes from its own metadata: the License-Expression field (PEP 639) when there is
   one; else every Trove license classifier it lists must be a permissive license, and a short
   License field must name one (a field holding a whole license text is not read); with neither
   a License field nor classifiers, or with anything not known to be permissive, the
   distribution is skipped with a message. The license recorded says where it was read.
-- Skipped as well: distributions that install a top-level module the corpus already has as a
-  Python source (Debian's torch, numpy, sympy...: another version of the same files would put
-  near-copies of held-out files into training), backports of standard-library modules (near-
-  copies of the standard library, also a corpus source), and files in vendored copies of other
-  projects (_vendor, vendored, third_party, ... folders).
+- Skipped as well: the Python files of distributions that install a top-level module the
+  corpus already has as a Python source (Debian's torch, numpy, sympy...: another version of the
+  same files would put near-copies of held-out files into training; their C and C++ files, which
+  the corpus does not have, are taken), backports of standard-library modules (near-copies of
+  the standard library, also a corpus source), and files in vendored copies of other projects
+  (_vendor, vendored, third_party, ... folders).
+- A file is taken under its distribution's license only if its own opening comment names no
+  other license that is not permissive: a distribution may carry another project's files (a
+  copy of NVIDIA's CUDA headers, Eigen's MPL-2.0 headers, a GPL script) outside such folders.
+  Those files are dropped and counted per source (`files_other_license`).
 - Files are read, normalized, filtered, deduplicated, capped and split as corpus.py does.
   Duplicates are dropped against every file already in the corpus and against the held-out
   files of the corpus the shard was cut from (manifest `exclude_sha256`).
+
+With --deadline-s, the sources not read by then are left out (listed in the manifest as
+`sources_not_read`), so that a machine lent for minutes still trains.
 
 Appends to <workdir>/data/corpus.jsonl and adds the sources to data/manifest.json, which then
 says `site_packages` (the interpreter, how many distributions were taken and skipped). Running
@@ -80,6 +90,18 @@ EXTRA_PERMISSIVE = {"mit-0", "hpnd", "upl-1.0", "bsd", "apache"}
 STDLIB_BACKPORTS = {"importlib_metadata", "importlib_resources", "zipp", "typing_extensions", "backports",
                     "exceptiongroup", "tomli", "dataclasses", "enum34", "futures", "typing", "mock",
                     "contextlib2", "singledispatch", "pathlib2", "six"}
+# C, C++ and CUDA files: headers and sources.
+NATIVE_EXTS = (".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".cu")
+# Words in a file's opening comment that name a license other than a permissive one, or terms
+# that restrict use: such a file belongs to another project than its distribution, or is not
+# free to train on.
+OTHER_LICENSE = re.compile(
+    r"GNU (Lesser |Library |Affero )?General Public License|\b(A|L)?GPL-?v?[0-9]|\bGPL\b|"
+    r"Mozilla Public License|\bMPL\b|Eclipse Public License|Common Development and Distribution|"
+    r"Creative Commons Attribution-(NonCommercial|ShareAlike|NoDerivs)|CC[- ]BY-(NC|SA|ND)|"
+    r"NOTICE TO LICENSEE|Licensed Deliverables|proprietary|confidential", re.IGNORECASE)
+HEAD_CHARS = 4000
+COMMENT_BREAKS = re.compile(r"(?:\s|//|/\*|\*/|\*|#|--|;)+")
 VENDORED_DIRS = {"_vendor", "vendor", "vendored", "_vendored", "third_party", "thirdparty", "_third_party",
                  "extern", "_extern", "externals", "__pycache__"}
 
@@ -124,6 +146,13 @@ def dist_license(meta):
     return None, "no license in its metadata"
 
 
+def other_license(text):
+    """Whether the opening of a file (its license header, if it has one) names a license that is
+    not permissive or restricts use."""
+    head = COMMENT_BREAKS.sub(" ", text[:HEAD_CHARS])  # a name may run over comment lines
+    return OTHER_LICENSE.search(head) is not None
+
+
 def top_level(rel_paths):
     """The top-level modules and packages a distribution installs (from its RECORD paths)."""
     out = set()
@@ -155,11 +184,13 @@ def corpus_python_modules(manifest):
     return mods
 
 
-def site_sources(skip_modules, log=sys.stderr):
+def site_sources(skip_modules, log=sys.stderr, path=None):
+    """The sources of the distributions installed on `path` (default: the interpreter's), and
+    [(distribution, why)] of those skipped whole or in part."""
     import importlib.metadata as md
     sources, skipped = [], []
     by_name = {}
-    for dist in md.distributions():
+    for dist in md.distributions(**({"path": list(path)} if path is not None else {})):
         name = dist.metadata.get("Name")
         if name and name.lower() not in by_name:  # the first on sys.path wins, as for imports
             by_name[name.lower()] = dist
@@ -169,38 +200,44 @@ def site_sources(skip_modules, log=sys.stderr):
         if dist.files is None:
             skipped.append((name, "its metadata lists no files (no RECORD)"))
             continue
-        rel = [str(f) for f in dist.files]
-        py = [f for f in rel if f.endswith(".py") and not (set(Path(f).parts) & VENDORED_DIRS)
-              and not f.startswith("..")]
-        if not py:
-            continue
-        mods = top_level(rel)
-        clash = sorted(mods & skip_modules)
-        if clash:
-            skipped.append((name, f"installs {', '.join(clash)}, which the corpus has already"))
-            continue
-        back = sorted(mods & STDLIB_BACKPORTS)
-        if back:
-            skipped.append((name, f"a standard-library backport or copy ({', '.join(back)})"))
+        rel = [str(f) for f in dist.files if not f.parts or f.parts[0] != ".."]
+        rel = [f for f in rel if not set(Path(f).parts) & VENDORED_DIRS]
+        py = [f for f in rel if f.endswith(".py")]
+        native = [f for f in rel if f.endswith(NATIVE_EXTS)]
+        if not py and not native:
             continue
         lic, why = dist_license(dist.metadata)
         if lic is None:
             skipped.append((name, why))
             continue
-        files = sorted(Path(dist.locate_file(f)) for f in py)
+        mods = top_level(rel)
+        clash = sorted(mods & skip_modules)
+        back = sorted(mods & STDLIB_BACKPORTS)
+        if py and (clash or back):
+            why = (f"installs {', '.join(clash)}, which the corpus has already" if clash
+                   else f"a standard-library backport or copy ({', '.join(back)})")
+            skipped.append((name, why if not native else f"its Python files: {why}"))
+            py = []
         site = str(dist.locate_file(""))
         slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-        sources.append(dict(name=f"pip-{slug}", set="site", lang="python", license=lic,
-                            origin=f"Python package {name} {version} ({site})", files=files,
-                            exts=(".py",), skip_dirs=set()))
+        origin = f"Python package {name} {version} ({site})"
+        for lang, suffix, files, exts in (("python", "", py, (".py",)), ("cpp", "-cpp", native, NATIVE_EXTS)):
+            if files:
+                sources.append(dict(name=f"pip-{slug}{suffix}", set="site", lang=lang, license=lic, origin=origin,
+                                    files=sorted(Path(dist.locate_file(f)) for f in files), exts=exts,
+                                    skip_dirs=set()))
     for name, why in skipped:
         print(f"site-corpus: {name}: {why}, skipped", file=log)
     return sources, skipped
 
 
 def _collect(job):
+    """A source's acceptable files, less those whose header names another license, and how
+    many those were."""
     src, min_bytes, max_bytes = job
-    return corpus.collect(src, min_bytes, max_bytes)
+    files = corpus.collect(src, min_bytes, max_bytes)
+    kept = [(p, text) for p, text in files if not other_license(text)]
+    return kept, len(files) - len(kept)
 
 
 def main():
@@ -209,6 +246,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 1),
                     help="processes that read and normalize files")
     ap.add_argument("--list", action="store_true", help="print the sources and licenses found, and exit")
+    ap.add_argument("--deadline-s", type=float, default=float(os.environ.get("GHOSTLINE_SITE_CORPUS_S", 0)),
+                    help="stop reading more sources this many seconds after the start and add those read "
+                         "(0: no limit; default $GHOSTLINE_SITE_CORPUS_S)")
     args = ap.parse_args()
     t0 = time.time()
     work = Path(args.workdir)
@@ -218,7 +258,8 @@ def main():
         sources, skipped = site_sources(corpus_python_modules(manifest or {"sources": []}))
         for s in sources:
             print(f"{s['name']}\t{s['license']}\t{len(s['files'])} files\t{s['origin']}")
-        print(f"{len(sources)} distributions taken, {len(skipped)} skipped", file=sys.stderr)
+        print(f"{len({s['origin'] for s in sources})} distributions taken ({len(sources)} sources), "
+              f"{len(skipped)} skipped whole or in part", file=sys.stderr)
         return
     if manifest is None:
         # No shard came: a corpus of these packages alone, with corpus.py's defaults.
@@ -244,19 +285,27 @@ def main():
             prior.append(r)
     sources, skipped = site_sources(corpus_python_modules(manifest))
     jobs = [(s, min_bytes, max_bytes) for s in sources]
-    if args.jobs > 1 and len(jobs) > 1:
-        with mp.get_context("fork").Pool(args.jobs) as pool:
-            collected = pool.map(_collect, jobs, chunksize=1)
-    else:
-        collected = [_collect(j) for j in jobs]
+    collected = []
+    deadline = t0 + args.deadline_s if args.deadline_s else None
+    with mp.get_context("fork").Pool(max(1, args.jobs)) as pool:
+        for result in pool.imap(_collect, jobs, chunksize=1):
+            collected.append(result)
+            if deadline is not None and time.time() > deadline and len(collected) < len(jobs):
+                pool.terminate()
+                break
+    not_read = [s["name"] for s in sources[len(collected):]]
+    if not_read:
+        print(f"site-corpus: {args.deadline_s:g} s passed: {len(not_read)} sources not read "
+              f"({', '.join(not_read[:5])}{', ...' if len(not_read) > 5 else ''})", file=sys.stderr)
     stats, dupes, new_records = [], 0, []
-    for src, files in zip(sources, collected):
+    for src, (files, other) in zip(sources, collected):
         if not files:
             continue
         st, recs, d = corpus.take(src, files, seen, opts)
         dupes += d
         if not recs:
             continue
+        st["files_other_license"] = other
         stats.append(st)
         new_records += recs
     near = manifest.get("near_dup_threshold", neardup.DEFAULT_THRESHOLD) or neardup.DEFAULT_THRESHOLD
@@ -277,19 +326,26 @@ def main():
     manifest["train_bytes"] += sum(s["bytes_kept"] - s["bytes_heldout"] for s in stats)
     manifest["heldout_bytes"] += sum(s["bytes_heldout"] for s in stats)
     manifest["site_packages"] = dict(python=sys.version.split()[0], executable=sys.executable,
-                                     sources=len(stats), skipped=len(skipped),
+                                     sources=len(stats), distributions=len({s["origin"] for s in stats}),
+                                     skipped=len(skipped),
+                                     files_other_license=sum(s["files_other_license"] for s in stats),
                                      train_bytes=sum(s["bytes_kept"] - s["bytes_heldout"] for s in stats),
                                      heldout_bytes=sum(s["bytes_heldout"] for s in stats),
                                      near_dup_threshold=near,
                                      near_duplicates_dropped=sum(near_dropped.values()),
                                      near_duplicates_of_heldout=like_heldout,
+                                     sources_not_read=not_read,
                                      skipped_why={n: w for n, w in skipped})
     tmp = manifest_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=1))
     os.replace(tmp, manifest_path)
     sp = manifest["site_packages"]
-    print(f"site-corpus: {sp['sources']} installed distributions added ({n_records} files, training "
-          f"{sp['train_bytes']:,} bytes, held out {sp['heldout_bytes']:,}), {sp['skipped']} skipped, "
+    langs = {lang: sum(s["bytes_kept"] - s["bytes_heldout"] for s in stats if s["lang"] == lang)
+             for lang in sorted({s["lang"] for s in stats})}
+    print(f"site-corpus: {sp['distributions']} installed distributions added ({sp['sources']} sources, "
+          f"{n_records} files, training {sp['train_bytes']:,} bytes: "
+          f"{', '.join(f'{lang} {n:,}' for lang, n in langs.items())}; held out {sp['heldout_bytes']:,}), "
+          f"{sp['skipped']} skipped whole or in part, {sp['files_other_license']} files under another license, "
           f"{dupes} duplicates and {sp['near_duplicates_dropped']} near-duplicates dropped, "
           f"{time.time() - t0:.0f} s", file=sys.stderr)
 

@@ -380,6 +380,20 @@ class RecipeRunTest(unittest.TestCase):
                 self.assertEqual((other / rel).read_bytes(), (work / rel).read_bytes(), rel)
 
 
+def installed(root, files, dists):
+    """Writes files under `root` and, for each distribution {name: (license, its files)}, the
+    metadata and RECORD that importlib.metadata reads."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for name, (lic, own) in dists.items():
+        info = root / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.4\nName: {name}\nVersion: 1.0\n"
+                                       f"License-Expression: {lic}\n")
+        (info / "RECORD").write_text("".join(f"{f},,\n" for f in own + [f"{info.name}/RECORD"]))
+
+
 class OfflineMachineTest(unittest.TestCase):
     """What a machine without network (a GPU machine) gets and gives back: a shard of part of the
     corpus, the installed Python packages added to it, a wall-clock budget, the pair in parts."""
@@ -504,6 +518,68 @@ class OfflineMachineTest(unittest.TestCase):
         self.assertEqual(site_corpus.top_level(["numpy/__init__.py", "numpy-2.0.dist-info/RECORD", "six.py",
                                                 "../../bin/tool", "numpy/linalg/x.py"]), {"numpy", "six"})
 
+    def test_installed_packages_bring_their_c_and_cpp_files_under_their_license(self):
+        import io
+        import site_corpus
+        body = "".join(f"int f{i}(int x) {{ return x * {i} + 1; }}\n" for i in range(20))
+        files = {
+            "fakepkg/__init__.py": "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(20)),
+            "fakepkg/include/fake.h": "// Copyright the fakepkg authors. MIT license.\n#pragma once\n" + body,
+            "fakepkg/include/fake_impl.cu": "/* BSD-3-Clause */\n" + body,
+            "fakepkg/include/cuda_like.h": "/* NOTICE TO LICENSEE: these Licensed Deliverables are... */\n" + body,
+            "fakepkg/include/eigen_like.h": "// This Source Code Form is subject to the terms of the Mozilla\n"
+                                            "// Public License v. 2.0.\n" + body,
+            "fakepkg/include/gpl_like.c": "/* under the GNU General Public License, version 2 */\n" + body,
+            "fakepkg/_vendor/other.h": body,
+            "fakepkg/data.bin": "x",
+            "torch/__init__.py": "".join(f"def g{i}(x):\n    return x - {i}\n\n" for i in range(20)),
+            "torch/include/ATen/core.h": "// BSD-style license\n#pragma once\n" + body.replace("f", "g"),
+        }
+        dists = {"fakepkg": ("MIT", [f for f in files if f.startswith("fakepkg/")]),
+                 "torch": ("BSD-3-Clause", [f for f in files if f.startswith("torch/")])}
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            installed(root, files, dists)
+            log = io.StringIO()
+            sources, skipped = site_corpus.site_sources({"torch"}, log=log, path=[str(root)])
+            by = {s["name"]: s for s in sources}
+            self.assertEqual(sorted(by), ["pip-fakepkg", "pip-fakepkg-cpp", "pip-torch-cpp"])
+            self.assertEqual(by["pip-fakepkg"]["lang"], "python")
+            self.assertEqual(by["pip-fakepkg-cpp"]["lang"], "cpp")
+            self.assertEqual(by["pip-fakepkg-cpp"]["license"], "MIT (License-Expression)")
+            names = {p.name for p in by["pip-fakepkg-cpp"]["files"]}
+            self.assertEqual(names, {"fake.h", "fake_impl.cu", "cuda_like.h", "eigen_like.h", "gpl_like.c"})
+            self.assertEqual([p.name for p in by["pip-torch-cpp"]["files"]], ["core.h"])
+            self.assertEqual(len(skipped), 1)
+            self.assertEqual(skipped[0][0], "torch")
+            self.assertIn("its Python files", skipped[0][1])
+            kept, other = site_corpus._collect((by["pip-fakepkg-cpp"], 200, 200_000))
+            self.assertEqual(sorted(Path(p).name for p, _ in kept), ["fake.h", "fake_impl.cu"])
+            self.assertEqual(other, 3)
+        self.assertFalse(site_corpus.other_license("# Licensed under the Apache License, Version 2.0; you may "
+                                                   "not use this file except in compliance with the License.\n"))
+        self.assertFalse(site_corpus.other_license("Neither the name of X may be used to endorse or promote "
+                                                   "products without specific prior written permission.\n"))
+
+    def test_a_deadline_leaves_out_the_sources_not_read_by_then(self):
+        files = {f"pkg{n}/__init__.py": "".join(f"def f{i}(x):\n    return x * {i} + {n}\n\n" for i in range(30))
+                 for n in range(4)}
+        dists = {f"pkg{n}": ("MIT", [f"pkg{n}/__init__.py"]) for n in range(4)}
+        with tempfile.TemporaryDirectory() as d:
+            installed(Path(d) / "site", files, dists)
+            work = self.corpus(Path(d) / "w")
+            env = dict(os.environ, PYTHONPATH=str(Path(d) / "site"))
+            r = subprocess.run([sys.executable, str(HERE / "site_corpus.py"), "--workdir", str(work), "--jobs", "1",
+                                "--deadline-s", "1e-9"], capture_output=True, text=True, timeout=600, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("sources not read", r.stderr)
+            m = json.loads((work / "data" / "manifest.json").read_text())
+            not_read = m["site_packages"]["sources_not_read"]
+            self.assertTrue(not_read)
+            docs = [json.loads(l) for l in (work / "data" / "corpus.jsonl").read_text().splitlines()]
+            self.assertFalse({x["source"] for x in docs} & set(not_read))
+            self.assertEqual(m["train_bytes"], sum(len(x["text"].encode()) for x in docs if x["split"] == "train"))
+
     def test_installed_packages_join_the_corpus_once(self):
         with tempfile.TemporaryDirectory() as d:
             work = self.corpus(Path(d) / "w")
@@ -520,7 +596,8 @@ class OfflineMachineTest(unittest.TestCase):
             self.assertEqual(m["train_bytes"], sum(len(x["text"].encode()) for x in docs if x["split"] == "train"))
             for st in m["sources"]:
                 if st["set"] == "site":
-                    self.assertTrue(st["name"].startswith("pip-") and st["lang"] == "python")
+                    self.assertTrue(st["name"].startswith("pip-"))
+                    self.assertEqual(st["lang"], "cpp" if st["name"].endswith("-cpp") else "python")
                     self.assertNotIn(st["name"], ("pip-numpy", "pip-torch", "pip-pip"))
             r = subprocess.run([sys.executable, str(HERE / "site_corpus.py"), "--workdir", str(work)],
                                capture_output=True, text=True, timeout=600)
