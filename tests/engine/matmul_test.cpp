@@ -470,7 +470,10 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 // The NEON kernels give the portable kernels' bits (matmul_neon.inc: exact integer dot products,
 // the blocks' scaled sums accumulated as the portable kernels accumulate them, the prefill's
 // fused multiply-adds in the same order), for rows of whole groups of four blocks and with a
-// tail, one token, several, and a prefill batch (float rows: the prefill only).
+// tail, one token, several, and a prefill batch (float rows: the prefill only). The neondot
+// level's prefill of quantized weights is its int8 prefill, which rounds the activations as the
+// portable float prefill does not: MatmulTest bounds it, and the float rows' prefill still
+// gives the portable bits there.
 TEST(Matmul, NeonKernelsGiveThePortableKernelsBits) {
   if (!isa_supported(CpuIsa::kNeon)) GTEST_SKIP() << "no NEON here";
   std::mt19937 rng(29);
@@ -498,6 +501,7 @@ TEST(Matmul, NeonKernelsGiveThePortableKernelsBits) {
         matmul(m, x.data(), n, portable.data(), pool, CpuIsa::kScalar);
         for (const CpuIsa isa : {CpuIsa::kNeon, CpuIsa::kNeonDot}) {
           if (!isa_supported(isa)) continue;
+          if (n > kMatmulDecodeMaxTokens && matmul_quantizes_activations(type, n, isa)) continue;
           matmul(m, x.data(), n, neon.data(), pool, isa);
           EXPECT_EQ(std::memcmp(portable.data(), neon.data(), portable.size() * sizeof(float)), 0)
               << ggml_type_name(type) << " " << cols << " columns, " << n << " tokens, "
@@ -506,6 +510,20 @@ TEST(Matmul, NeonKernelsGiveThePortableKernelsBits) {
       }
     }
   }
+}
+
+// The neondot level's prefill of every quantized type takes the int8 path (so that MatmulTest
+// bounds it as such) and float rows the float path; the plain NEON level has no int8 prefill.
+TEST(Matmul, NeonDotPrefillIsInt8ForQuantizedWeights) {
+  if (!isa_supported(CpuIsa::kNeonDot)) GTEST_SKIP() << "no NEON dot products here";
+  for (const GgmlType type :
+       {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+        GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+        GgmlType::Q5_K, GgmlType::Q6_K}) {
+    EXPECT_TRUE(matmul_quantizes_activations(type, 64, CpuIsa::kNeonDot)) << ggml_type_name(type);
+    EXPECT_FALSE(matmul_quantizes_activations(type, 64, CpuIsa::kNeon)) << ggml_type_name(type);
+  }
+  EXPECT_FALSE(matmul_quantizes_activations(GgmlType::F16, 64, CpuIsa::kNeonDot));
 }
 
 // The types matmul_pack packs.
