@@ -470,10 +470,10 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
 // The NEON kernels give the portable kernels' bits (matmul_neon.inc: exact integer dot products,
 // the blocks' scaled sums accumulated as the portable kernels accumulate them, the prefill's
 // fused multiply-adds in the same order), for rows of whole groups of four blocks and with a
-// tail, one token, several, and a prefill batch (float rows: the prefill only). The neondot
-// level's prefill of quantized weights is its int8 prefill, which rounds the activations as the
-// portable float prefill does not: MatmulTest bounds it, and the float rows' prefill still
-// gives the portable bits there.
+// tail, one token, several (up to four share a pass over a row), and a prefill batch (float
+// rows: the prefill only). The neondot level's prefill of quantized weights is its int8
+// prefill, which rounds the activations as the portable float prefill does not: MatmulTest
+// bounds it, and the float rows' prefill still gives the portable bits there.
 TEST(Matmul, NeonKernelsGiveThePortableKernelsBits) {
   if (!isa_supported(CpuIsa::kNeon)) GTEST_SKIP() << "no NEON here";
   std::mt19937 rng(29);
@@ -493,7 +493,8 @@ TEST(Matmul, NeonKernelsGiveThePortableKernelsBits) {
       const auto w = random_weights(type, rows, cols, rng);
       const WeightMatrix m{type, rows, cols, w.data(), ggml_row_bytes(type, cols)};
       const bool float_rows = type == GgmlType::F32 || type == GgmlType::F16;
-      for (const int64_t n : {int64_t{1}, int64_t{3}, kMatmulDecodeMaxTokens + 5}) {
+      for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{5}, kMatmulDecodeMaxTokens,
+                              kMatmulDecodeMaxTokens + 5}) {
         // Float rows' decode sums in four vector accumulators, not in the portable order.
         if (float_rows && n <= kMatmulDecodeMaxTokens) continue;
         std::vector<float> x(size_t(n * cols)), portable(size_t(n * rows)), neon(portable.size());
