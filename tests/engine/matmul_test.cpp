@@ -528,9 +528,10 @@ TEST(Matmul, NeonDotPrefillIsInt8ForQuantizedWeights) {
 }
 
 // The types matmul_pack packs.
-constexpr GgmlType kPackedTypes[] = {
-    GgmlType::Q8_0,   GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-    GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+constexpr GgmlType kPackedTypes[] = {GgmlType::Q8_0,   GgmlType::Q4_0, GgmlType::Q4_1,
+                                     GgmlType::Q5_0,   GgmlType::Q5_1, GgmlType::IQ4_NL,
+                                     GgmlType::IQ4_XS, GgmlType::Q2_K, GgmlType::Q3_K,
+                                     GgmlType::Q4_K,   GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Packed weights hold the file's values: each row read back from a packed matrix is the file's
 // row dequantized, bit for bit, the zero rows that pad the last group included in none.
@@ -546,7 +547,7 @@ TEST(MatmulPacked, RowsReadBackAsTheFileHasThem) {
     const WeightMatrix w{type, rows, cols, data.data(), ggml_row_bytes(type, cols)};
     ASSERT_TRUE(matmul_packs(w, CpuIsa::kAvx512));
     // Two groups, the second padded; Q4_K, Q5_K and IQ4_XS's scales take a little more room
-    // unpacked.
+    // unpacked, the other types (Q2_K and Q3_K's scales as stored) as much as the file's rows.
     EXPECT_EQ(matmul_packed_bytes(w), type == GgmlType::Q4_K     ? 2 * 2 * 4736
                                       : type == GgmlType::Q5_K   ? 2 * 2 * 5760
                                       : type == GgmlType::IQ4_XS ? 2 * 2 * 4416
@@ -610,8 +611,8 @@ TEST(MatmulPacked, PrefillAsFromTheFileAndDecodeTokenByToken) {
 }
 
 TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
-  std::vector<std::byte> data(ggml_row_bytes(GgmlType::Q3_K, 256));
-  const WeightMatrix k{GgmlType::Q3_K, 1, 256, data.data(), data.size()};
+  std::vector<std::byte> data(ggml_row_bytes(GgmlType::F16, 256));
+  const WeightMatrix k{GgmlType::F16, 1, 256, data.data(), data.size()};
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx512));
   const WeightMatrix q{GgmlType::Q8_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q8_0, 32)};
   // Q8_0, IQ4_NL and IQ4_XS at every vector level: at AVX2 the kernels take their signed
@@ -627,7 +628,7 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
     EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
     EXPECT_EQ(matmul_packs(nl, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
   }
-  // The 256-bit levels pack the other types, Q3_K (like AVX-512) not.
+  // The 256-bit levels pack the other types, float weights (like AVX-512) not.
   const WeightMatrix q4{GgmlType::Q4_0, 1, 32, data.data(), ggml_row_bytes(GgmlType::Q4_0, 32)};
   EXPECT_EQ(matmul_packs(q4, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
   EXPECT_FALSE(matmul_packs(q4, CpuIsa::kScalar));
@@ -640,6 +641,14 @@ TEST(MatmulPacked, OnlyLevelsWithTheKernelsPackAndOnlyTheirTypes) {
   const WeightMatrix q5k{GgmlType::Q5_K, 1, 256, q5k_data.data(), q5k_data.size()};
   EXPECT_EQ(matmul_packs(q5k, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
   EXPECT_EQ(matmul_packs(q5k, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K}) {
+    std::vector<std::byte> q23k_data(ggml_row_bytes(type, 256));
+    const WeightMatrix q23k{type, 1, 256, q23k_data.data(), q23k_data.size()};
+    EXPECT_EQ(matmul_packs(q23k, CpuIsa::kAvx2), isa_supported(CpuIsa::kAvx2));
+    EXPECT_EQ(matmul_packs(q23k, CpuIsa::kAvxVnni), isa_supported(CpuIsa::kAvxVnni));
+    EXPECT_EQ(matmul_packs(q23k, CpuIsa::kAvx512), isa_supported(CpuIsa::kAvx512));
+    EXPECT_FALSE(matmul_packs(q23k, CpuIsa::kScalar));
+  }
   EXPECT_FALSE(matmul_packs(k, CpuIsa::kAvx2));
   ThreadPool pool(1);
   std::vector<std::byte> out(64 * 1024);

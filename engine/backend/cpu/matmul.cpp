@@ -571,6 +571,61 @@ void pack_group_q6_k(const WeightMatrix& w, int64_t g, std::byte* out) {
   }
 }
 
+// Q2_K or Q3_K, block by block: the words of qs (and of Q3_K's hmask), the scale bytes, d and
+// Q2_K's dmin, all as stored (zero past the matrix).
+template <typename Block>
+void pack_group_q23_k(const WeightMatrix& w, int64_t g, std::byte* out) {
+  constexpr bool kThreeBit = std::is_same_v<Block, BlockQ3_K>;
+  constexpr int64_t kBytes = kThreeBit ? kernels::kQ3kPackedBytes : kernels::kQ2kPackedBytes;
+  constexpr int64_t kScalesAt = kThreeBit ? kernels::kQ3kScalesAt : kernels::kQ2kScalesAt;
+  constexpr int64_t kDAt = kThreeBit ? kernels::kQ3kDAt : kernels::kQ2kDAt;
+  constexpr int kScaleBytes = sizeof(Block{}.scales);
+  for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
+    std::byte* blk_out = out + b * kBytes;
+    auto* scales = reinterpret_cast<uint8_t*>(blk_out + kScalesAt);
+    auto* d = reinterpret_cast<uint16_t*>(blk_out + kDAt);
+    for (int64_t i = 0; i < kPackedRows; ++i) {
+      const int64_t r = g * kPackedRows + i;
+      Block blk{};
+      if (r < w.rows) std::memcpy(&blk, w.data + r * w.row_bytes + b * sizeof(Block), sizeof blk);
+      for (int k = 0; k < 16; ++k)
+        std::memcpy(blk_out + kernels::q23_k_qs_word_at(w.type, k) + 4 * i, blk.qs + 4 * k, 4);
+      for (int j = 0; j < kScaleBytes; ++j) scales[j * kPackedRows + i] = blk.scales[j];
+      d[i] = blk.d;
+      if constexpr (kThreeBit) {
+        for (int k = 0; k < 8; ++k)
+          std::memcpy(blk_out + kernels::q3_k_hmask_word_at(k) + 4 * i, blk.hmask + 4 * k, 4);
+      } else {
+        reinterpret_cast<uint16_t*>(blk_out + kernels::kQ2kDminAt)[i] = blk.dmin;
+      }
+    }
+  }
+}
+
+// Row i of a packed Q2_K or Q3_K group, super-block b, as the file stores it.
+template <typename Block>
+Block packed_q23_k_block(const std::byte* group, int64_t b, int64_t i) {
+  constexpr bool kThreeBit = std::is_same_v<Block, BlockQ3_K>;
+  const std::byte* blk =
+      group + b * (kThreeBit ? kernels::kQ3kPackedBytes : kernels::kQ2kPackedBytes);
+  constexpr GgmlType kType = kThreeBit ? GgmlType::Q3_K : GgmlType::Q2_K;
+  Block out;
+  for (int k = 0; k < 16; ++k)
+    std::memcpy(out.qs + 4 * k, blk + kernels::q23_k_qs_word_at(kType, k) + 4 * i, 4);
+  const int64_t scales_at = kThreeBit ? kernels::kQ3kScalesAt : kernels::kQ2kScalesAt;
+  for (size_t j = 0; j < sizeof out.scales; ++j)
+    out.scales[j] =
+        static_cast<uint8_t>(blk[scales_at + static_cast<int64_t>(j) * kPackedRows + i]);
+  std::memcpy(&out.d, blk + (kThreeBit ? kernels::kQ3kDAt : kernels::kQ2kDAt) + 2 * i, 2);
+  if constexpr (kThreeBit) {
+    for (int k = 0; k < 8; ++k)
+      std::memcpy(out.hmask + 4 * k, blk + kernels::q3_k_hmask_word_at(k) + 4 * i, 4);
+  } else {
+    std::memcpy(&out.dmin, blk + kernels::kQ2kDminAt + 2 * i, 2);
+  }
+  return out;
+}
+
 }  // namespace
 
 void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
@@ -591,6 +646,10 @@ void matmul_pack(const WeightMatrix& w, std::byte* out, ThreadPool& pool) {
         pack_group_q6_k(w, g, group);
       else if (w.type == GgmlType::IQ4_XS)
         pack_group_iq4_xs(w, g, group);
+      else if (w.type == GgmlType::Q2_K)
+        pack_group_q23_k<BlockQ2_K>(w, g, group);
+      else if (w.type == GgmlType::Q3_K)
+        pack_group_q23_k<BlockQ3_K>(w, g, group);
       else
         pack_group(w, g, group);
     }
@@ -601,6 +660,19 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out) {
   const std::byte* group =
       w.packed + (r / kPackedRows) * kernels::packed_group_bytes(w.type, w.cols);
   const int64_t i = r % kPackedRows;
+  if (w.type == GgmlType::Q2_K || w.type == GgmlType::Q3_K) {
+    // Each super-block reassembled as the file stores it, then dequantized as the file's.
+    for (int64_t b = 0; b < w.cols / kQK_K; ++b) {
+      if (w.type == GgmlType::Q2_K) {
+        const BlockQ2_K blk = packed_q23_k_block<BlockQ2_K>(group, b, i);
+        dequantize_row(w.type, reinterpret_cast<const std::byte*>(&blk), out + b * kQK_K, kQK_K);
+      } else {
+        const BlockQ3_K blk = packed_q23_k_block<BlockQ3_K>(group, b, i);
+        dequantize_row(w.type, reinterpret_cast<const std::byte*>(&blk), out + b * kQK_K, kQK_K);
+      }
+    }
+    return;
+  }
   if (w.type == GgmlType::Q6_K) {
     // Each stored byte of ql and qh read back from its word, in the order of dequantize_row.
     for (int64_t b = 0; b < w.cols / kQK_K; ++b) {

@@ -42,6 +42,12 @@ struct WeightMatrix {
 //   the same way (32 * row_bytes in all);
 // - IQ4_XS: IQ4_NL's words for its 32-value sub-blocks, then each sub-block's scale ls - 32 as
 //   a byte per row, then each super-block's d (1.5% more than the file's rows);
+// - Q2_K: per super-block, the words of qs (4 stored bytes: four 2-bit planes, values 32s + l
+//   of its half, one per plane s), its scale bytes as stored (scale and min nibbles), d and dmin
+//   (as many bytes as the file's rows);
+// - Q3_K: per super-block, in the order decode reads them, its 12 scale bytes as stored, d, and
+//   Q2_K's words of qs with the words of hmask as stored between them (hmask word w, which holds
+//   the third bits of qs words w and w + 8, after qs word w) (as many bytes as the file's rows);
 // - Q4_K: per super-block, its words (4 stored bytes: low nibbles of one sub-block, high ones
 //   of the next) and its scales and mins unpacked to bytes, with d and dmin (2.8% more than
 //   the file's rows);
@@ -52,8 +58,8 @@ struct WeightMatrix {
 inline constexpr int64_t kPackedRows = 32;
 
 // Whether kernel level `isa` reads packed weights of w's type: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K at the AVX-512, AVX-VNNI and AVX2 levels (at AVX2,
-// whose maddubs would saturate on Q8_0's stored bytes and on the grid values + 128, the
+// IQ4_NL, IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K at the AVX-512, AVX-VNNI and AVX2 levels (at
+// AVX2, whose maddubs would saturate on Q8_0's stored bytes and on the grid values + 128, the
 // kernels take those types' signed values).
 bool matmul_packs(const WeightMatrix& w, CpuIsa isa);
 

@@ -146,8 +146,8 @@ constexpr int packed_stored_offset(GgmlType type) {
 constexpr bool packed_type(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 ||
          type == GgmlType::Q5_0 || type == GgmlType::Q5_1 || type == GgmlType::IQ4_NL ||
-         type == GgmlType::IQ4_XS || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
-         type == GgmlType::Q6_K;
+         type == GgmlType::IQ4_XS || type == GgmlType::Q2_K || type == GgmlType::Q3_K ||
+         type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
 // Where the fifth bits (Q5_0, Q5_1), the scales and the mins (Q4_1, Q5_1) of a packed group of
@@ -191,11 +191,44 @@ constexpr int64_t packed_q45_k_bytes(GgmlType type) {
 inline constexpr int64_t kQ6kHighAt = 4096, kQ6kScalesAt = 6144, kQ6kDAt = 6656,
                          kQ6kPackedBytes = 6720;
 
+// Q2_K packed: per super-block, kQ2kPackedBytes for the group's 32 rows (as many as the
+// file's): the words of qs [16][32 rows] (byte l of word w holds values 4w % 32 + l of the four
+// 2-bit planes of half w / 8), the scale bytes as stored [16][32] (the scale in the low nibble,
+// the min in the high one), then [32] d and [32] dmin in fp16.
+inline constexpr int64_t kQ2kScalesAt = 2048, kQ2kDAt = 2560, kQ2kDminAt = 2624,
+                         kQ2kPackedBytes = 2688;
+
+// Q3_K packed: per super-block, kQ3kPackedBytes for the group's 32 rows (as many as the
+// file's), in the order decode reads them: the 12 scale bytes as stored [12][32 rows], [32] d in
+// fp16, then the words of qs as Q2_K's [32 rows] each, and those of hmask as they are (a word of
+// hmask holds the third bits of qs words w and w + 8): qs word w < 8 followed by hmask word w,
+// then qs words 8 to 15. With qs and hmask in two regions 2 KiB apart, decode from memory ran
+// markedly slower.
+inline constexpr int64_t kQ3kScalesAt = 0, kQ3kDAt = 384, kQ3kWordsAt = 448, kQ3kPackedBytes = 3520;
+
+// Where qs word w (of 32 rows) of a packed Q2_K or Q3_K super-block begins, and Q3_K's hmask
+// word w.
+constexpr int64_t q23_k_qs_word_at(GgmlType type, int w) {
+  return type == GgmlType::Q2_K ? w * kPackedRows * 4
+                                : kQ3kWordsAt + (w < 8 ? 2 * w : w + 8) * kPackedRows * 4;
+}
+constexpr int64_t q3_k_hmask_word_at(int w) {
+  return kQ3kWordsAt + (2 * w + 1) * kPackedRows * 4;
+}
+static_assert(q23_k_qs_word_at(GgmlType::Q3_K, 15) + kPackedRows * 4 == kQ3kPackedBytes);
+
+// The bytes per super-block of a packed Q2_K or Q3_K group.
+constexpr int64_t packed_q23_k_bytes(GgmlType type) {
+  return type == GgmlType::Q3_K ? kQ3kPackedBytes : kQ2kPackedBytes;
+}
+
 // The values of one block of a packed type: super-blocks of 256 for the K-quants, 32 for the
 // others (IQ4_XS's packed blocks are its 32-value sub-blocks).
 constexpr int64_t packed_block_values(GgmlType type) {
-  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ? kQK_K
-                                                                                    : kQK8_0;
+  return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q4_K ||
+                 type == GgmlType::Q5_K || type == GgmlType::Q6_K
+             ? kQK_K
+             : kQK8_0;
 }
 
 // Bytes of one packed group of kPackedRows rows of `cols` values of `type`.
@@ -214,6 +247,9 @@ constexpr int64_t packed_group_bytes(GgmlType type, int64_t cols) {
       return cols / kQK_K * packed_q45_k_bytes(type);
     case GgmlType::Q6_K:
       return cols / kQK_K * kQ6kPackedBytes;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+      return cols / kQK_K * packed_q23_k_bytes(type);
     case GgmlType::IQ4_XS:
       return packed_xs_d_offset(cols) + cols / kQK_K * kPackedRows * 2;
     default:
@@ -230,7 +266,9 @@ constexpr int64_t packed_prefetch_step(GgmlType type) {
 }
 static_assert(packed_prefetch_step(GgmlType::Q8_0) == 1088 &&
               packed_prefetch_step(GgmlType::IQ4_XS) == 576 &&
-              packed_prefetch_step(GgmlType::Q6_K) == kQ6kPackedBytes);
+              packed_prefetch_step(GgmlType::Q6_K) == kQ6kPackedBytes &&
+              packed_prefetch_step(GgmlType::Q2_K) == kQ2kPackedBytes &&
+              packed_prefetch_step(GgmlType::Q3_K) == kQ3kPackedBytes);
 
 const KernelSet& scalar_kernels();
 #if GHOSTLINE_X86_KERNELS  // the *.avx2/avxvnni/avx512.cpp files are built for x86 only
