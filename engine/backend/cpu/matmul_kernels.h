@@ -122,6 +122,35 @@ struct KernelSet {
   bool reads_packed = false;
 };
 
+// The int8 prefill's group of values per weight scale for `type` (0: the type has no int8
+// prefill), and whether its groups have an offset besides (a min, Q4_1's m) that the token's
+// scaled sum takes off; every level with an int8 prefill groups the types the same way.
+constexpr int q8_group(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return 32;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q6_K:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+constexpr bool q8_has_offset(GgmlType type) {
+  return type == GgmlType::Q4_1 || type == GgmlType::Q5_1 || type == GgmlType::Q2_K ||
+         type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+}
+
 // Which of the 32-value block types store a fifth bit per value (Q5_0, Q5_1) and a min per
 // block (Q4_1, Q5_1).
 constexpr bool has_fifth_bits(GgmlType type) {
