@@ -6,14 +6,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "engine/backend/cuda/cuda_math.h"
 #include "engine/generator.h"
+#include "engine/model/model_weights.h"
 #include "engine/speculative.h"
 
 namespace ghostline::engine {
@@ -87,9 +91,32 @@ double stddev(std::span<const float> v) {
 // identical except where the reference's top two are closer than that.
 constexpr double kMaxDiffInStd = 0.01;
 
+// With GHOSTLINE_CUDA_MATVEC=int8, the products of the quantized matrices read the activations
+// quantized to int8 (as the CPU backend's decode kernels and llama.cpp do), so a model with such
+// a matrix is held to the quantized row of the table: 0.15 x std, and its greedy output may part
+// from the reference's at a near tie.
+bool reads_int8_activations(const Model& model) {
+  const char* v = std::getenv("GHOSTLINE_CUDA_MATVEC");
+  if (v == nullptr || std::string_view(v) != "int8") return false;
+  const auto int8 = [](const GgufTensor* t) {
+    return t != nullptr && cuda_math::q8_activation_block(t->type) > 0;
+  };
+  const ModelWeights& w = model.weights();
+  if (int8(w.output)) return true;
+  for (const LayerWeights& l : w.layers)
+    for (const GgufTensor* t : {l.wq, l.wk, l.wv, l.wo, l.w_gate, l.w_up, l.w_down})
+      if (int8(t)) return true;
+  return false;
+}
+constexpr double kMaxDiffInStdInt8 = 0.15;
+
+double max_diff_in_std(const Model& model) {
+  return reads_int8_activations(model) ? kMaxDiffInStdInt8 : kMaxDiffInStd;
+}
+
 void expect_close_logits(std::span<const float> ours, std::span<const float> ref,
-                         const std::string& where) {
-  const double tol = kMaxDiffInStd * stddev(ref);
+                         const std::string& where, double diff_in_std = kMaxDiffInStd) {
+  const double tol = diff_in_std * stddev(ref);
   double max_diff = 0;
   for (size_t i = 0; i < ref.size(); ++i)
     max_diff = std::max(max_diff, double(std::abs(ours[i] - ref[i])));
@@ -147,14 +174,17 @@ TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) 
       ASSERT_TRUE(ref.gen->forward(b, ids, LogitsRequest::last_n_of(n)));
       for (int i = 0; i < n; ++i)
         expect_close_logits(cuda.gen->logits(i), ref.gen->logits(i),
-                            "prompt " + std::to_string(p) + " position " + std::to_string(i));
+                            "prompt " + std::to_string(p) + " position " + std::to_string(i),
+                            max_diff_in_std(*cuda.model));
       cuda.pool->release(a);
       ref.pool->release(b);
 
       KvSequence ga, gb;
       const auto ours = cuda.gen->generate(ga, ids, {.max_tokens = 16});
       const auto theirs = ref.gen->generate(gb, ids, {.max_tokens = 16});
-      EXPECT_EQ(ours.tokens, theirs.tokens) << "greedy, prompt " << p;
+      if (!reads_int8_activations(*cuda.model)) {
+        EXPECT_EQ(ours.tokens, theirs.tokens) << "greedy, prompt " << p;
+      }
       cuda.pool->release(ga);
       ref.pool->release(gb);
     }
@@ -191,7 +221,8 @@ TEST(CudaBackendTest, SharedPrefixExtendedInsideABlockMatchesTheReference) {
       en.pool->release(b);
     }
     for (size_t i = 0; i < got[1].size(); ++i)
-      expect_close_logits(got[0][i], got[1][i], "row " + std::to_string(i));
+      expect_close_logits(got[0][i], got[1][i], "row " + std::to_string(i),
+                          max_diff_in_std(*cuda.model));
   }
 }
 

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/backend/cpu/matmul_kernels.h"
 #include "engine/gguf/quant.h"
 #include "engine/sampling/sampler.h"
 
@@ -118,6 +119,76 @@ TEST(CudaMathTest, DequantizedElementsAndChunksMatchTheQuantCode) {
   float w[m::kChunk];
   m::chunk_f32(reinterpret_cast<const uint8_t*>(f32.data()), 1, w);
   for (int i = 0; i < m::kChunk; ++i) EXPECT_EQ(w[i], f32[size_t(m::kChunk + i)]);
+}
+
+struct Int8Case {
+  GgmlType type;
+  m::WeightPart (*part)(const uint8_t*, int, int);
+  std::initializer_list<int> scale_offsets;
+};
+
+// The int8 mat-vec kernel's arithmetic: activations quantized as the CPU backend quantizes them
+// (bit for bit), then a row's dot product as the sum of its chunks' four parts, against the
+// double-precision product of the dequantized weights with the dequantized activations.
+TEST(CudaMathTest, Int8PartsSumToTheProductWithTheCpusQuantizedActivations) {
+  const Int8Case cases[] = {
+      {GgmlType::Q8_0, m::q8_weights_q8_0, {0}},     {GgmlType::Q4_0, m::q8_weights_q4_0, {0}},
+      {GgmlType::Q4_1, m::q8_weights_q4_1, {0, 2}},  {GgmlType::Q5_0, m::q8_weights_q5_0, {0}},
+      {GgmlType::Q5_1, m::q8_weights_q5_1, {0, 2}},  {GgmlType::IQ4_NL, m::q8_weights_iq4_nl, {0}},
+      {GgmlType::IQ4_XS, m::q8_weights_iq4_xs, {0}}, {GgmlType::Q4_K, m::q8_weights_q4_k, {0, 2}},
+      {GgmlType::Q5_K, m::q8_weights_q5_k, {0, 2}},  {GgmlType::Q6_K, m::q8_weights_q6_k, {208}},
+  };
+  std::mt19937 rng(11);
+  const int n = 1024;
+  for (const Int8Case& c : cases) {
+    SCOPED_TRACE(ggml_type_name(c.type));
+    const int block = m::q8_activation_block(c.type);
+    ASSERT_EQ(block, cpu::kernels::activation_block(c.type));
+    for (int trial = 0; trial < 4; ++trial) {
+      const auto row = random_row(c.type, n, c.scale_offsets, rng);
+      std::vector<float> x(n);
+      const float spread = trial == 3 ? 100.0f : 1.0f;
+      for (float& v : x) v = std::uniform_real_distribution<float>(-spread, spread)(rng);
+      if (trial == 1) std::fill(x.begin(), x.begin() + block, 0.0f);  // a block of zeros
+      // The CPU's quantization, and the kernel's from the same functions it calls.
+      std::vector<int8_t> q(n), ours(n);
+      std::vector<float> d(size_t(n / block));
+      std::vector<int32_t> sum16(size_t(n / 16));
+      cpu::kernels::quantize_activations_portable(x.data(), n, block, q.data(), d.data(),
+                                                  sum16.data());
+      for (int b = 0; b < n / block; ++b) {
+        float amax = 0.0f;
+        for (int j = 0; j < block; ++j) amax = std::fmax(amax, std::fabs(x[size_t(b * block + j)]));
+        const float scale = m::q8_scale(amax);
+        ASSERT_EQ(bits(scale), bits(d[size_t(b)])) << "block " << b;
+        const float inverse = m::q8_inverse(scale);
+        for (int j = 0; j < block; ++j)
+          ours[size_t(b * block + j)] = m::q8_value(x[size_t(b * block + j)], inverse);
+      }
+      ASSERT_EQ(ours, q);
+      std::vector<float> w(n);
+      gguf::dequantize_row(c.type, reinterpret_cast<const std::byte*>(row.data()), w.data(), n);
+      double want = 0, magnitude = 0;
+      for (int v = 0; v < n; ++v) {
+        const double term = double(w[size_t(v)]) * q[size_t(v)] * d[size_t(v / block)];
+        want += term;
+        magnitude += std::abs(term);
+      }
+      double got = 0;
+      for (int chunk = 0; chunk < n / m::kChunk; ++chunk)
+        for (int p = 0; p < 4; ++p) {
+          const auto* qc = reinterpret_cast<const uint8_t*>(q.data()) + m::kChunk * chunk;
+          const m::Q8Part part{m::load_word(qc + 4 * p), m::load_word(qc + 16 + 4 * p),
+                               d[size_t(m::kChunk * chunk / block)]};
+          const m::WeightPart wp = c.part(row.data(), chunk, p);
+          got += m::q8_has_min(c.type) ? m::q8_part_dot<true>(wp, part)
+                                       : m::q8_part_dot<false>(wp, part);
+        }
+      EXPECT_NEAR(got, want, 1e-5 * magnitude + 1e-6) << "trial " << trial;
+    }
+  }
+  EXPECT_EQ(m::q8_activation_block(GgmlType::F16), 0);
+  EXPECT_EQ(m::dp4a(int(0x80FF7F01u), int(0x7F80FF02u), 5), 5 + 2 - 127 + 128 - 128 * 127);
 }
 
 TEST(CudaMathTest, Iq4GridIsTheFormatsTable) {

@@ -14,8 +14,9 @@
 // The kernels read the first position from device memory, so the graph replays at any position;
 // it is captured again only when a buffer it names is reallocated. GHOSTLINE_CUDA_GRAPHS=0 runs
 // every kernel by itself (to measure what the graphs save). Each forward synchronizes once.
-// GHOSTLINE_CUDA_MATVEC=rows computes decode's mat-vecs with the rows kernel (cuda_kernels.cuh;
-// `blocks`, the default, the other).
+// GHOSTLINE_CUDA_MATVEC=rows computes decode's mat-vecs with the rows kernel, `int8` the
+// quantized types' mat-vecs of every step with integer dot products (cuda_kernels.cuh; `blocks`,
+// the default, the first).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -235,11 +236,15 @@ class CudaBackend final : public Backend {
       profile_ = std::make_unique<StepProfile>(stream_);
     if (const char* v = std::getenv("GHOSTLINE_CUDA_MATVEC"); v && *v) {
       const std::string_view kernel(v);
-      if (kernel == "rows" || kernel == "blocks")
-        cuda::select_matvec_kernel(kernel == "rows" ? cuda::MatvecKernel::Rows
-                                                    : cuda::MatvecKernel::Blocks);
+      if (kernel == "rows")
+        cuda::select_matvec_kernel(cuda::MatvecKernel::Rows);
+      else if (kernel == "int8")
+        cuda::select_matvec_kernel(cuda::MatvecKernel::Int8);
+      else if (kernel == "blocks")
+        cuda::select_matvec_kernel(cuda::MatvecKernel::Blocks);
       else
-        std::fprintf(stderr, "ghostline: GHOSTLINE_CUDA_MATVEC=%s: expected rows or blocks\n", v);
+        std::fprintf(stderr,
+                     "ghostline: GHOSTLINE_CUDA_MATVEC=%s: expected blocks, rows or int8\n", v);
     }
     upload_weights();
     kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());

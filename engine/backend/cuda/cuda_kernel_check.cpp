@@ -1,11 +1,12 @@
 // Each kernel alone on fresh random inputs against the host's arithmetic (cuda_kernel_check in
-// backend.h): the mat-vec kernel for every type it reads at 1 to 8 tokens and odd shapes (rows
-// that fill no whole block of rows, rows of one to five segments, float rows that are not a
-// multiple of 4), with and without bias and accumulation, the Q/K/V launch, the gate/up SwiGLU
-// launch and the greedy-token search. Outputs are poisoned (NaN) before each run, so a row a
-// kernel never writes is seen. The host reference dequantizes with the engine's code
-// (gguf::dequantize_row) and sums in double; a batch must also give each token the bits it
-// gets alone (speculative verification relies on it).
+// backend.h): each mat-vec kernel (blocks, rows, int8) for every type it reads at 1 to 8 tokens
+// and odd shapes (rows that fill no whole block of rows, rows of one to five segments, float
+// rows that are not a multiple of 4), with and without bias and accumulation, the Q/K/V launch,
+// the gate/up SwiGLU launch and the greedy-token search. Outputs are poisoned (NaN) before each
+// run, so a row a kernel never writes is seen. The host reference dequantizes with the engine's
+// code (gguf::dequantize_row) and sums in double, for the int8 kernel with the activations
+// quantized as it quantizes them; a batch must also give each token the bits it gets alone
+// (speculative verification relies on it).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -152,6 +153,25 @@ class Checker {
  public:
   KernelCheck result;
   std::string label;  // put before each finding: which mat-vec kernel decode used
+  bool int8 = false;  // the int8 kernel: quantized types read quantized activations
+
+  // The activations as the kernel multiplies them: with the int8 kernel and a type it reads,
+  // each token's values quantized per block as the host's cuda_math functions do it (the CPU
+  // backend's rounding; tests/engine/cuda_math_test.cpp), then multiplied back by their scale.
+  std::vector<float> as_read(GgmlType type, const std::vector<float>& x) const {
+    const int block = cuda_math::q8_activation_block(type);
+    if (!int8 || block == 0) return x;
+    std::vector<float> out(x.size());
+    for (size_t b = 0; b < x.size() / size_t(block); ++b) {
+      const float* xb = x.data() + b * size_t(block);
+      float amax = 0.0f;
+      for (int j = 0; j < block; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+      const float scale = cuda_math::q8_scale(amax), inverse = cuda_math::q8_inverse(scale);
+      for (int j = 0; j < block; ++j)
+        out[b * size_t(block) + size_t(j)] = float(cuda_math::q8_value(xb[j], inverse)) * scale;
+    }
+    return out;
+  }
 
   // One finding per case at most (the first wrong element, and how many were wrong).
   void compare(const std::string& what, const std::vector<float>& got,
@@ -227,7 +247,7 @@ void check_matvec(Checker& ck, GgmlType type, int rows, int cols, bool with_bias
     cuda::matvec(m, d_x, n, d_y, accumulate, d_bias, nullptr);
     ok(cudaDeviceSynchronize(), "matvec");
     const auto got = download(d_y, n_out);
-    HostProduct want = host_product(type, w, rows, cols, x, n);
+    HostProduct want = host_product(type, w, rows, cols, ck.as_read(type, x), n);
     for (size_t i = 0; i < n_out; ++i) {
       if (accumulate) want.y[i] += start[i];
       if (with_bias) want.y[i] += bias[i % size_t(rows)];
@@ -304,8 +324,9 @@ void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
     }
     ok(cudaDeviceSynchronize(), "matvec_swiglu");
     const auto got = download(d_y, size_t(n) * rows);
-    const HostProduct pg = host_product(type, wg, rows, cols, x, n);
-    const HostProduct pu = host_product(type, wu, rows, cols, x, n);
+    const auto xr = ck.as_read(type, x);
+    const HostProduct pg = host_product(type, wg, rows, cols, xr, n);
+    const HostProduct pu = host_product(type, wu, rows, cols, xr, n);
     std::vector<double> want(got.size()), magnitude(got.size());
     for (size_t i = 0; i < got.size(); ++i) {
       want[i] = cuda_math::swiglu(float(pg.y[i]), float(pu.y[i]));
@@ -358,9 +379,13 @@ KernelCheck check_cuda_kernels() {
   const GgmlType floats[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
   // Every mat-vec case with each kernel decode may use (batches use the blocks kernel).
   const cuda::MatvecKernel selected = cuda::selected_matvec_kernel();
-  for (const cuda::MatvecKernel kernel : {cuda::MatvecKernel::Blocks, cuda::MatvecKernel::Rows}) {
+  for (const cuda::MatvecKernel kernel :
+       {cuda::MatvecKernel::Blocks, cuda::MatvecKernel::Rows, cuda::MatvecKernel::Int8}) {
     cuda::select_matvec_kernel(kernel);
-    ck.label = kernel == cuda::MatvecKernel::Rows ? "rows kernel: " : "";
+    ck.label = kernel == cuda::MatvecKernel::Rows   ? "rows kernel: "
+               : kernel == cuda::MatvecKernel::Int8 ? "int8 kernel: "
+                                                    : "";
+    ck.int8 = kernel == cuda::MatvecKernel::Int8;
     // Columns: one segment, two (two warps a row), five (four warps: the 0.5B down projection).
     for (const GgmlType t : blocks32)
       for (const int cols : {96, 2048, 4864}) check_matvec(ck, t, 37, cols, false, false, rng);
@@ -385,6 +410,7 @@ KernelCheck check_cuda_kernels() {
   }
   cuda::select_matvec_kernel(selected);
   ck.label.clear();
+  ck.int8 = false;
   check_argmax(ck, 1, 151936, rng);
   check_argmax(ck, 8, 1000, rng);
   check_argmax(ck, 3, 5, rng);

@@ -60,6 +60,12 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
 // Sum over a block of blockDim.x (a multiple of 32, at most 1024) threads; every thread gets it.
 __device__ float block_sum(float v) {
   __shared__ float partial[32];
@@ -412,6 +418,161 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   __pipeline_wait_prior(0);  // nothing left in flight when the warp leaves
 }
 
+// The int8 mat-vec (MatvecKernel::Int8): activations quantized to int8 as the CPU backend
+// quantizes them, weights read in place as 32-bit words, products summed four bytes at a time by
+// dp4a (cuda_math.h, "integer dot products"). Each block first quantizes the tokens'
+// activations into shared memory (a warp per activation block, the scale from the block's
+// largest magnitude, as the host rounds), then each of its rows is read by one to four warps: a
+// row's chunks are cut into four parts of 8 values, and thread i of the row takes parts i, i +
+// (threads of the row), ..., two words of weights each, consecutive threads reading consecutive
+// words. A token's sum is formed in the same order whatever the number of tokens (per thread
+// over its parts, over the lanes, over the row's warps in order), so a batch gives each token
+// its bits alone. Tokens whose activations do not fit the shared buffer together go in groups,
+// each group reading the rows again. A block takes `iters` consecutive groups of rows, so that
+// a matrix of many rows (the output matrix) quantizes the activations fewer times.
+constexpr int kInt8SharedBytes = 40 * 1024;  // the quantized activations of a group of tokens
+
+__host__ __device__ constexpr int int8_activation_bytes(int cols, int block) {
+  return cols + cols / block * 4;
+}
+__host__ __device__ constexpr int int8_token_group(int cols, int block) {
+  const int g = kInt8SharedBytes / int8_activation_bytes(cols, block);
+  return g < kMaxMatvecTokens ? g : kMaxMatvecTokens;
+}
+
+template <GgmlType T>
+__device__ __forceinline__ m::WeightPart q8_weights(const uint8_t* row, int c, int p) {
+  if constexpr (T == GgmlType::Q8_0) return m::q8_weights_q8_0(row, c, p);
+  if constexpr (T == GgmlType::Q4_0) return m::q8_weights_q4_0(row, c, p);
+  if constexpr (T == GgmlType::Q4_1) return m::q8_weights_q4_1(row, c, p);
+  if constexpr (T == GgmlType::Q5_0) return m::q8_weights_q5_0(row, c, p);
+  if constexpr (T == GgmlType::Q5_1) return m::q8_weights_q5_1(row, c, p);
+  if constexpr (T == GgmlType::IQ4_NL) return m::q8_weights_iq4_nl(row, c, p);
+  if constexpr (T == GgmlType::IQ4_XS) return m::q8_weights_iq4_xs(row, c, p);
+  if constexpr (T == GgmlType::Q4_K) return m::q8_weights_q4_k(row, c, p);
+  if constexpr (T == GgmlType::Q5_K) return m::q8_weights_q5_k(row, c, p);
+  if constexpr (T == GgmlType::Q6_K) return m::q8_weights_q6_k(row, c, p);
+  return {};
+}
+
+template <GgmlType T, bool kGlu>
+__global__ void __launch_bounds__(kMatvecWarps* kWarp)
+    matvec_int8_kernel(MatvecParts parts, int cols, const float* __restrict__ x, int n_tokens,
+                       bool accumulate, int warps_per_row, int iters) {
+  constexpr int kBlock = m::q8_activation_block(T);
+  static_assert(kBlock == 32 || kBlock == m::kQK_K, "a type the int8 kernel reads");
+  constexpr int kMatrices = kGlu ? 2 : 1;
+  constexpr int kPerLane = kBlock / kWarp;  // activations a lane quantizes per block
+  extern __shared__ __align__(16) uint8_t int8_shared[];
+  __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
+  const int b = blockIdx.x;
+  const int which =
+      m::matvec_part(b, parts.n, parts.part[1].first_block, parts.part[2].first_block);
+  const MatvecPart& mp = which == 2 ? parts.part[2] : which == 1 ? parts.part[1] : parts.part[0];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const m::MatvecSplit split{warps_per_row, kMatvecWarps / warps_per_row};
+  const int part = m::matvec_row_part(warp, split);
+  const int thread_of_row = part * kWarp + lane, threads_per_row = warps_per_row * kWarp;
+  const int items = cols / 8;  // four parts of 8 values per chunk
+  const int act_blocks = cols / kBlock;
+  const int group = min(int8_token_group(cols, kBlock), n_tokens);  // as the launch sized it
+  int8_t* xq = reinterpret_cast<int8_t*>(int8_shared);
+  float* xd = reinterpret_cast<float*>(int8_shared + size_t(group) * cols);
+  // The first row's words start travelling to L2 while the activations are quantized.
+  {
+    const int r0 = (b - mp.first_block) * iters * split.rows_per_block + warp / warps_per_row;
+    if (r0 < mp.rows && thread_of_row < items)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(mp.w + size_t(r0) * mp.row_bytes +
+                                                     size_t(thread_of_row) * mp.row_bytes /
+                                                         size_t(items)));
+  }
+  for (int t0 = 0; t0 < n_tokens; t0 += group) {
+    const int g = min(group, n_tokens - t0);
+    __syncthreads();  // the previous group's activations are no longer read
+    for (int job = warp; job < g * act_blocks; job += kMatvecWarps) {
+      const int t = job / act_blocks, blk = job % act_blocks;
+      const float* xb = x + size_t(t0 + t) * cols + size_t(blk) * kBlock;
+      float v[kPerLane];
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        v[i] = xb[lane + kWarp * i];
+        amax = fmaxf(amax, fabsf(v[i]));
+      }
+      amax = warp_max(amax);
+      const float scale = m::q8_scale(amax), inverse = m::q8_inverse(scale);
+      int8_t* qb = xq + size_t(t) * cols + size_t(blk) * kBlock;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) qb[lane + kWarp * i] = m::q8_value(v[i], inverse);
+      if (lane == 0) xd[t * act_blocks + blk] = scale;
+    }
+    __syncthreads();
+    for (int k = 0; k < iters; ++k) {
+      const int row =
+          ((b - mp.first_block) * iters + k) * split.rows_per_block + warp / warps_per_row;
+      const bool active = row < mp.rows;
+      float sums[kMatrices][kMaxMatvecTokens];
+#pragma unroll
+      for (int mat = 0; mat < kMatrices; ++mat)
+#pragma unroll
+        for (int t = 0; t < kMaxMatvecTokens; ++t) sums[mat][t] = 0.0f;
+      if (active) {
+        const uint8_t* rows_of[kMatrices];
+#pragma unroll
+        for (int mat = 0; mat < kMatrices; ++mat)
+          rows_of[mat] = (mat == 0 ? mp.w : mp.w_up) + size_t(row) * mp.row_bytes;
+#pragma unroll 2
+        for (int i = thread_of_row; i < items; i += threads_per_row) {
+          const int c = i / 4, p = i % 4;
+          m::WeightPart wp[kMatrices];
+#pragma unroll
+          for (int mat = 0; mat < kMatrices; ++mat) wp[mat] = q8_weights<T>(rows_of[mat], c, p);
+#pragma unroll
+          for (int t = 0; t < kMaxMatvecTokens; ++t) {
+            if (t >= g) break;
+            const int8_t* qc = xq + size_t(t) * cols + size_t(c) * m::kChunk;
+            const m::Q8Part xp{*reinterpret_cast<const int*>(qc + 4 * p),
+                               *reinterpret_cast<const int*>(qc + 16 + 4 * p),
+                               xd[t * act_blocks + c * m::kChunk / kBlock]};
+#pragma unroll
+            for (int mat = 0; mat < kMatrices; ++mat)
+              sums[mat][t] += m::q8_part_dot<m::q8_has_min(T)>(wp[mat], xp);
+          }
+        }
+      }
+      // Each warp's sums over its lanes, then the row's first warp adds its warps' in part
+      // order: lane t writes token t0 + t.
+#pragma unroll
+      for (int t = 0; t < kMaxMatvecTokens; ++t) {
+        if (t >= g) break;
+#pragma unroll
+        for (int mat = 0; mat < kMatrices; ++mat) {
+          const float s = warp_sum(sums[mat][t]);
+          if (lane == 0) partial[warp][mat][t] = s;
+        }
+      }
+      __syncthreads();
+      if (active && part == 0 && lane < g) {
+        const int t = lane;
+        float s[kMatrices];
+#pragma unroll
+        for (int mat = 0; mat < kMatrices; ++mat) {
+          s[mat] = partial[warp][mat][t];
+          for (int q = 1; q < warps_per_row; ++q) s[mat] += partial[warp + q][mat][t];
+        }
+        if constexpr (kGlu) {
+          mp.y[size_t(t0 + t) * mp.rows + row] = m::swiglu(s[0], s[kMatrices - 1]);
+        } else {
+          float& out = mp.y[size_t(t0 + t) * mp.rows + row];
+          out = accumulate ? out + s[0] : s[0];
+          if (mp.bias) out += mp.bias[row];
+        }
+      }
+      __syncthreads();  // `partial` is read before the next rows write it
+    }
+  }
+}
+
 template <GgmlType T>
 __global__ void dequantize_rows_kernel(const uint8_t* w, size_t row_bytes, int row0, int n_rows,
                                        int cols, float* out) {
@@ -689,12 +850,6 @@ size_t split_shared_bytes(int group, int head_dim) {
          + size_t(group) * head_dim * 4;              // the group's queries
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
 __global__ void __launch_bounds__(kSplitWarps* kWarp)
     attention_split_kernel(KvLayout kv, int layer, const int32_t* blocks, const int32_t* start_pos,
                            const float* q, int n_head, int n_head_kv, int head_dim,
@@ -870,6 +1025,48 @@ int sm_count() {
 
 // Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
 // and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
+// Warps of the int8 kernel per row: enough that a thread has at most four parts of a row.
+int int8_warps_per_row(int cols) {
+  int w = 1;
+  while (w < kMatvecWarps && cols / 8 > w * kWarp * 4) w *= 2;
+  return w;
+}
+
+// The int8 kernel's launch over targets[0..n) as matvec_launch below; false (nothing queued)
+// where a token's quantized activations do not fit its shared buffer.
+template <GgmlType T, bool kGlu>
+bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
+                 int n_tokens, bool accumulate, cudaStream_t s) {
+  constexpr int kBlock = m::q8_activation_block(T);
+  constexpr int kBlocksWanted = 2048;  // beyond this, a block takes several groups of rows
+  const int cols = targets[0].w->cols;
+  const int group = std::min(int8_token_group(cols, kBlock), n_tokens);
+  if (group < 1 || cols % kBlock != 0) return false;
+  const int warps_per_row = int8_warps_per_row(cols);
+  const int rows_per_block = kMatvecWarps / warps_per_row;
+  int one_each = 0;
+  for (int i = 0; i < n; ++i) one_each += m::matvec_blocks(targets[i].w->rows, rows_per_block);
+  const int iters = std::max(1, one_each / kBlocksWanted);
+  MatvecParts parts{};
+  parts.n = n;
+  int blocks = 0;
+  for (int i = 0; i < n; ++i) {
+    const DeviceMatrix& w = *targets[i].w;
+    parts.part[i] = MatvecPart{.w = w.data,
+                               .w_up = w_up,
+                               .row_bytes = w.row_bytes,
+                               .rows = w.rows,
+                               .y = targets[i].y,
+                               .bias = targets[i].bias,
+                               .first_block = blocks};
+    blocks += m::matvec_blocks(w.rows, rows_per_block * iters);
+  }
+  const size_t shared = size_t(group) * size_t(int8_activation_bytes(cols, kBlock));
+  matvec_int8_kernel<T, kGlu><<<blocks, kMatvecWarps * kWarp, shared, s>>>(
+      parts, cols, x, n_tokens, accumulate, warps_per_row, iters);
+  return true;
+}
+
 template <bool kGlu>
 void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
                    int n_tokens, bool accumulate, cudaStream_t s) {
@@ -890,6 +1087,11 @@ void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, cons
     blocks += m::matvec_blocks(w.rows, split.rows_per_block);
   }
   with_type(first.type, [&]<GgmlType T>() {
+    if constexpr (m::q8_activation_block(T) > 0) {
+      if (selected_kernel == MatvecKernel::Int8 &&
+          int8_launch<T, kGlu>(targets, n, w_up, x, n_tokens, accumulate, s))
+        return;
+    }
     if constexpr (rows_depth<T, kGlu>() >= 2) {
       if (selected_kernel == MatvecKernel::Rows && n_tokens == 1 && first.cols % m::kChunk == 0) {
         int rows = 0;

@@ -34,12 +34,17 @@ bool kernels_read_type(uint32_t type);
 // it has several segments (cuda_math::matvec_split). x must be 16-byte aligned.
 void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool accumulate,
             const float* bias, cudaStream_t s);
-// The kernel of single-token mat-vecs (decode); batches always use Blocks, and the two give the
-// same bits. Blocks: a block of four warps per four rows (or fewer rows of several segments),
-// each warp one row. Rows: a launch that covers the GPU once, each warp several rows with the
-// next segments in flight while it computes one (float rows too long for its shared buffers, and
-// rows not made of whole 32-value chunks, keep Blocks). GHOSTLINE_CUDA_MATVEC=rows selects it.
-enum class MatvecKernel { Blocks, Rows };
+// The kernel of the mat-vecs. Blocks: a block of four warps per four rows (or fewer rows of
+// several segments), each warp one row. Rows: for single tokens only (batches use Blocks, with
+// the same bits), a launch that covers the GPU once, each warp several rows with the next
+// segments in flight while it computes one (float rows too long for its shared buffers, and rows
+// not made of whole 32-value chunks, keep Blocks). Int8: for the quantized types it reads in
+// place, at every batch size, activations quantized to int8 per block of 32 or 256 values as
+// the CPU backend quantizes them for its decode kernels, integer dot products (dp4a) with the
+// weights read as words; float weights keep Blocks. Its results differ from the others' by the
+// activations' rounding (the quantized row of ../shared/data/README.md's tolerance table), and a
+// batch gives each token its bits alone. GHOSTLINE_CUDA_MATVEC=rows or int8 selects them.
+enum class MatvecKernel { Blocks, Rows, Int8 };
 void select_matvec_kernel(MatvecKernel k);
 MatvecKernel selected_matvec_kernel();
 // One product of several that read the same activations: y = W x (+ bias).

@@ -9,6 +9,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/gguf/ggml_type.h"
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#endif
+
 #if defined(__CUDACC__)
 #define GHOSTLINE_HD __host__ __device__ __forceinline__
 #else
@@ -56,8 +62,12 @@ GHOSTLINE_HD uint32_t float_to_bits(float f) {
 #endif
 }
 
-// IEEE binary16 -> binary32, exact (subnormals, inf and NaN included).
+// IEEE binary16 -> binary32, exact (subnormals, inf and NaN included); on the device, the
+// conversion instruction, which is exact too.
 GHOSTLINE_HD float half_to_float(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#else
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1F;
   uint32_t mant = h & 0x3FF;
@@ -70,6 +80,7 @@ GHOSTLINE_HD float half_to_float(uint16_t h) {
     mant <<= 1;
   } while ((mant & 0x400) == 0);
   return bits_to_float(sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3FF) << 13));
+#endif
 }
 
 // binary32 -> binary16, round to nearest even; what the KV cache stores.
@@ -379,6 +390,273 @@ GHOSTLINE_HD void chunk_q6_k(const uint8_t* row, int c, float* w) {
     const int q = (((ql[i] >> low_shift) & 0xF) | (((qh[i] >> high_shift) & 3) << 4)) - 32;
     w[i] = (i < 16 ? d0 : d1) * static_cast<float>(q);
   }
+}
+
+// ---- integer dot products against quantized activations (the int8 mat-vec kernel) ----
+//
+// The activations are quantized as the CPU backend quantizes them for its decode kernels
+// (cpu::kernels::quantize_activations_portable): per block of 32 values for the types of
+// 32-value blocks, per 256 for the K-quants and IQ4_XS (q8_activation_block), scale = max |x| /
+// 127, q = x / scale rounded half away from zero. A row's dot product is then integer dot
+// products of 4 bytes (dp4a) per pair of words, scaled per chunk. Each chunk of 32 values is
+// split into four parts of 8: part p holds the chunk's values 4p..4p+3 and 16+4p..16+4p+3, which
+// is where the nibble types keep them (byte j: value j low, value j + 16 high).
+
+// Values per activation scale for weights of `type`: 32, 256, or 0 where the int8 kernel does
+// not read the type (floats, and types converted to F16 on upload).
+GHOSTLINE_HD constexpr int q8_activation_block(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL:
+      return 32;
+    case GgmlType::IQ4_XS:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return kQK_K;
+    default:
+      return 0;
+  }
+}
+
+// Products and sums that nvcc would otherwise fuse into FMAs: quantization must round as the host
+// does.
+GHOSTLINE_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+GHOSTLINE_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// The scale of a block of activations from its largest magnitude, and a value's quantized form.
+GHOSTLINE_HD float q8_scale(float amax) { return amax / 127.0f; }
+GHOSTLINE_HD float q8_inverse(float scale) { return scale != 0.0f ? 1.0f / scale : 0.0f; }
+GHOSTLINE_HD int8_t q8_value(float x, float inverse) {
+  const float v = mul_rn(x, inverse);
+  return static_cast<int8_t>(static_cast<int>(add_rn(v, v >= 0.0f ? 0.5f : -0.5f)));
+}
+
+// Sum of the products of the four signed bytes of a and b, plus c (the dp4a instruction).
+GHOSTLINE_HD int dp4a(int a, int b, int c) {
+#if defined(__CUDA_ARCH__)
+  return __dp4a(a, b, c);
+#else
+  for (int i = 0; i < 4; ++i)
+    c += static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i)) *
+         static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i));
+  return c;
+#endif
+}
+
+// Little-endian 16-bit load from an address of 2-byte alignment (every scale the int8 kernel
+// reads).
+GHOSTLINE_HD uint16_t load_u16_aligned(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint16_t*>(p);
+#else
+  return load_u16(p);
+#endif
+}
+
+// Little-endian 32-bit word at an address of 2-byte alignment (every word a part reads is).
+GHOSTLINE_HD int load_word(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return static_cast<int>(static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16));
+#else
+  return static_cast<int>(static_cast<uint32_t>(load_u16(p)) |
+                          (static_cast<uint32_t>(load_u16(p + 2)) << 16));
+#endif
+}
+
+// Bits 0..3 of `bits` as 16 in the matching byte of a word (the fifth bits of four values).
+GHOSTLINE_HD int spread_fifth_bits(uint32_t bits) {
+  return static_cast<int>(((bits & 1u) | ((bits & 2u) << 7) | ((bits & 4u) << 14) |
+                           ((bits & 8u) << 21))
+                          << 4);
+}
+
+// The four IQ4 grid values of a word's four low nibbles, as signed bytes of a word.
+GHOSTLINE_HD int iq4_grid_word(uint32_t nibbles) {
+  uint32_t out = 0;
+  for (int i = 0; i < 4; ++i)
+    out |= static_cast<uint32_t>(static_cast<uint8_t>(iq4_grid((nibbles >> (8 * i)) & 0xF)))
+           << (8 * i);
+  return static_cast<int>(out);
+}
+
+// One part of a chunk's dot product: the activations' two words `xa` (values 4p..4p+3 of the
+// chunk) and `xb` (16+4p..), whose block scale is `dx`.
+struct Q8Part {
+  int xa, xb;
+  float dx;
+};
+
+// The sum of the part's eight quantized activations.
+GHOSTLINE_HD int q8_part_sum(const Q8Part& x) {
+  return dp4a(0x01010101, x.xa, dp4a(0x01010101, x.xb, 0));
+}
+
+// The weights of one part, read once for every token: the values as signed bytes of two words
+// (`lo` against the activations' xa, `hi` against xb), their integer scales, and the value of
+// each as d * sc * q + m (m is 0 for types without a min).
+struct WeightPart {
+  int lo, hi;
+  int sc_lo, sc_hi;
+  float d, m;
+};
+
+// Whether a type's values carry a min (x = d * q + m), which multiplies the activations' sum.
+GHOSTLINE_HD constexpr bool q8_has_min(GgmlType type) {
+  return type == GgmlType::Q4_1 || type == GgmlType::Q5_1 || type == GgmlType::Q4_K ||
+         type == GgmlType::Q5_K;
+}
+
+// The part's dot product with one token's activations.
+template <bool kMin>
+GHOSTLINE_HD float q8_part_dot(const WeightPart& w, const Q8Part& x) {
+  const int s = w.sc_lo * dp4a(w.lo, x.xa, 0) + w.sc_hi * dp4a(w.hi, x.xb, 0);
+  float r = w.d * static_cast<float>(s);
+  if constexpr (kMin) r += w.m * static_cast<float>(q8_part_sum(x));
+  return x.dx * r;
+}
+
+// Each byte of `word` (all below 128) less k (at most 127): the signed bytes of the values once
+// their offset is taken off.
+GHOSTLINE_HD int sub_bytes(int word, uint32_t k) {
+  return static_cast<int>(((static_cast<uint32_t>(word) | 0x80808080u) - k * 0x01010101u) ^
+                          0x80808080u);
+}
+
+// Part p of chunk c of a row stored in each type.
+GHOSTLINE_HD WeightPart q8_weights_q8_0(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + c * kQ8_0Bytes;
+  return {load_word(b + 2 + 4 * p),
+          load_word(b + 18 + 4 * p),
+          1,
+          1,
+          half_to_float(load_u16_aligned(b)),
+          0.0f};
+}
+
+GHOSTLINE_HD WeightPart q8_weights_q4_0(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + c * kQ4_0Bytes;
+  const int q = load_word(b + 2 + 4 * p);
+  return {sub_bytes(q & 0x0F0F0F0F, 8), sub_bytes((q >> 4) & 0x0F0F0F0F, 8), 1, 1,
+          half_to_float(load_u16_aligned(b)), 0.0f};
+}
+
+GHOSTLINE_HD WeightPart q8_weights_q4_1(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + c * kQ4_1Bytes;
+  const int q = load_word(b + 4 + 4 * p);
+  return {q & 0x0F0F0F0F, (q >> 4) & 0x0F0F0F0F, 1, 1, half_to_float(load_u16_aligned(b)),
+          half_to_float(load_u16_aligned(b + 2))};
+}
+
+// The part's two words of 5-bit values of a Q5_0 / Q5_1 block (qh: its 32 fifth bits).
+GHOSTLINE_HD int fifth_bits_lo(int word, uint32_t qh, int p) {
+  return (word & 0x0F0F0F0F) | spread_fifth_bits(qh >> (4 * p));
+}
+GHOSTLINE_HD int fifth_bits_hi(int word, uint32_t qh, int p) {
+  return ((word >> 4) & 0x0F0F0F0F) | spread_fifth_bits(qh >> (16 + 4 * p));
+}
+
+GHOSTLINE_HD WeightPart q8_weights_q5_0(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + c * kQ5_0Bytes;
+  const uint32_t qh = static_cast<uint32_t>(load_word(b + 2));
+  const int q = load_word(b + 6 + 4 * p);
+  return {sub_bytes(fifth_bits_lo(q, qh, p), 16), sub_bytes(fifth_bits_hi(q, qh, p), 16), 1, 1,
+          half_to_float(load_u16_aligned(b)), 0.0f};
+}
+
+GHOSTLINE_HD WeightPart q8_weights_q5_1(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + c * kQ5_1Bytes;
+  const uint32_t qh = static_cast<uint32_t>(load_word(b + 4));
+  const int q = load_word(b + 8 + 4 * p);
+  return {fifth_bits_lo(q, qh, p),
+          fifth_bits_hi(q, qh, p),
+          1,
+          1,
+          half_to_float(load_u16_aligned(b)),
+          half_to_float(load_u16_aligned(b + 2))};
+}
+
+GHOSTLINE_HD WeightPart q8_weights_iq4_nl(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + c * kIq4NlBytes;
+  const uint32_t q = static_cast<uint32_t>(load_word(b + 2 + 4 * p));
+  return {iq4_grid_word(q & 0x0F0F0F0Fu), iq4_grid_word((q >> 4) & 0x0F0F0F0Fu), 1, 1,
+          half_to_float(load_u16_aligned(b)), 0.0f};
+}
+
+GHOSTLINE_HD WeightPart q8_weights_iq4_xs(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + (c / 8) * kIq4XsBytes;
+  const int s = c % 8, ls = iq4_xs_scale(b, s);
+  const uint32_t q = static_cast<uint32_t>(load_word(b + 8 + 16 * s + 4 * p));
+  return {iq4_grid_word(q & 0x0F0F0F0Fu), iq4_grid_word((q >> 4) & 0x0F0F0F0Fu), ls, ls,
+          half_to_float(load_u16_aligned(b)), 0.0f};
+}
+
+// Q4_K and Q5_K: the part's values of sub-block c % 8, x = d * sc * q - dmin * m.
+GHOSTLINE_HD WeightPart q8_weights_q4_k(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + (c / 8) * kQ4_KBytes;
+  const int sub = c % 8, shift = 4 * (sub % 2);
+  const uint8_t* qs = b + 16 + 32 * (sub / 2);
+  int sc, m;
+  k_scale_min(sub, b + 4, sc, m);
+  return {(load_word(qs + 4 * p) >> shift) & 0x0F0F0F0F,
+          (load_word(qs + 16 + 4 * p) >> shift) & 0x0F0F0F0F,
+          sc,
+          sc,
+          half_to_float(load_u16_aligned(b)),
+          -half_to_float(load_u16_aligned(b + 2)) * static_cast<float>(m)};
+}
+
+GHOSTLINE_HD WeightPart q8_weights_q5_k(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + (c / 8) * kQ5_KBytes;
+  const int sub = c % 8, shift = 4 * (sub % 2);
+  const uint8_t* qh = b + 16;
+  const uint8_t* qs = b + 48 + 32 * (sub / 2);
+  int sc, m;
+  k_scale_min(sub, b + 4, sc, m);
+  return {((load_word(qs + 4 * p) >> shift) & 0x0F0F0F0F) |
+              (((load_word(qh + 4 * p) >> sub) & 0x01010101) << 4),
+          ((load_word(qs + 16 + 4 * p) >> shift) & 0x0F0F0F0F) |
+              (((load_word(qh + 16 + 4 * p) >> sub) & 0x01010101) << 4),
+          sc, sc, half_to_float(load_u16_aligned(b)),
+          -half_to_float(load_u16_aligned(b + 2)) * static_cast<float>(m)};
+}
+
+// Q6_K: x = d * sc * (q - 32); the part's first word has the chunk's first scale of 16 values,
+// its second word the second.
+GHOSTLINE_HD WeightPart q8_weights_q6_k(const uint8_t* row, int c, int p) {
+  const uint8_t* b = row + (c / 8) * kQ6_KBytes;
+  const int half = (c % 8) / 4, quarter = c % 4;
+  const uint8_t* ql = b + 64 * half + 32 * (quarter & 1);
+  const uint8_t* qh = b + 128 + 32 * half;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + 8 * half + 2 * quarter;
+  const int low_shift = quarter < 2 ? 0 : 4, high_shift = 2 * quarter;
+  const int lo = ((load_word(ql + 4 * p) >> low_shift) & 0x0F0F0F0F) |
+                 (((load_word(qh + 4 * p) >> high_shift) & 0x03030303) << 4);
+  const int hi = ((load_word(ql + 16 + 4 * p) >> low_shift) & 0x0F0F0F0F) |
+                 (((load_word(qh + 16 + 4 * p) >> high_shift) & 0x03030303) << 4);
+  return {sub_bytes(lo, 32),
+          sub_bytes(hi, 32),
+          sc[0],
+          sc[1],
+          half_to_float(load_u16_aligned(b + 208)),
+          0.0f};
 }
 
 // 1 / RMS(x) as RMSNorm scales a row: 1 / sqrt(mean(x^2) + eps), from the sum of squares.
