@@ -191,6 +191,23 @@ TEST(CudaMathTest, Int8PartsSumToTheProductWithTheCpusQuantizedActivations) {
   EXPECT_EQ(m::dp4a(int(0x80FF7F01u), int(0x7F80FF02u), 5), 5 + 2 - 127 + 128 - 128 * 127);
 }
 
+// The int8 kernel's folded RMSNorm sums squares in a warp's order; the host repeats that order
+// to check the kernel bit for bit, and it is the sum of squares.
+TEST(CudaMathTest, WarpOrderSumOfSquaresIsTheSumOfSquares) {
+  std::mt19937 rng(5);
+  for (const int n : {1, 31, 32, 896, 1536, 4867}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = std::uniform_real_distribution<float>(-3, 3)(rng);
+    double want = 0;
+    for (float v : x) want += double(v) * v;
+    const float got = m::warp_order_sum_squares(x.data(), n);
+    EXPECT_NEAR(got, want, 1e-6 * want) << n;
+    float lanes = 0;  // lane 0's share alone
+    for (int i = 0; i < n; i += 32) lanes = std::fma(x[size_t(i)], x[size_t(i)], lanes);
+    EXPECT_EQ(bits(m::warp_order_lane_squares(x.data(), n, 0)), bits(lanes)) << n;
+  }
+}
+
 TEST(CudaMathTest, Iq4GridIsTheFormatsTable) {
   for (int q = 0; q < 16; ++q) EXPECT_EQ(m::iq4_grid(q), gguf::kIq4nlValues[q]) << q;
 }

@@ -595,14 +595,19 @@ class CudaBackend final : public Backend {
     for (int l = 0; l < c.n_layer; ++l) {
       if (l > 0 && cancel && cancel->load(std::memory_order_relaxed)) return false;
       const LayerMatrices& lw = layers_[size_t(l)];
-      cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
-      mark("norms");
+      const bool step = n <= cuda::kMaxMatvecTokens;
       const cuda::MatvecTarget qkv[] = {
           {&lw.wq, q, lw.bq}, {&lw.wk, k, lw.bk}, {&lw.wv, v, lw.bv}};
-      if (n > cuda::kMaxMatvecTokens || !cuda::matvec_shared_input(qkv, 3, xb, n, stream_)) {
-        matmul_bias(lw.wq, xb, n, lw.bq, q);
-        matmul_bias(lw.wk, xb, n, lw.bk, k);
-        matmul_bias(lw.wv, xb, n, lw.bv, v);
+      // With the int8 kernel the norm is folded into the projections that read it.
+      if (!step ||
+          !cuda::matvec_shared_input_normed(qkv, 3, x, lw.attn_norm, c.rms_eps, n, stream_)) {
+        cuda::rmsnorm(x, lw.attn_norm, n, E, c.rms_eps, xb, stream_);
+        mark("norms");
+        if (!step || !cuda::matvec_shared_input(qkv, 3, xb, n, stream_)) {
+          matmul_bias(lw.wq, xb, n, lw.bq, q);
+          matmul_bias(lw.wk, xb, n, lw.bk, k);
+          matmul_bias(lw.wv, xb, n, lw.bv, v);
+        }
       }
       mark("q, k, v");
       cuda::rope_store_kv(q, k, v, n, start_pos, rope, kv, l, blocks, stream_);
@@ -613,13 +618,15 @@ class CudaBackend final : public Backend {
       matmul_add(lw.wo, att, n, x, proj);
       mark("attention output");
 
-      cuda::rmsnorm(x, lw.ffn_norm, n, E, c.rms_eps, xb, stream_);
-      mark("norms");
-      if (n > cuda::kMaxMatvecTokens ||
-          !cuda::matvec_swiglu(lw.w_gate, lw.w_up, xb, n, gate, stream_)) {
-        matmul(lw.w_gate, xb, n, gate);
-        matmul(lw.w_up, xb, n, up);
-        cuda::swiglu(gate, up, size_t(n) * c.n_ff, stream_);
+      if (!step || !cuda::matvec_swiglu_normed(lw.w_gate, lw.w_up, x, lw.ffn_norm, c.rms_eps, n,
+                                               gate, stream_)) {
+        cuda::rmsnorm(x, lw.ffn_norm, n, E, c.rms_eps, xb, stream_);
+        mark("norms");
+        if (!step || !cuda::matvec_swiglu(lw.w_gate, lw.w_up, xb, n, gate, stream_)) {
+          matmul(lw.w_gate, xb, n, gate);
+          matmul(lw.w_up, xb, n, up);
+          cuda::swiglu(gate, up, size_t(n) * c.n_ff, stream_);
+        }
       }
       mark("ffn gate, up, SwiGLU");
       matmul_add(lw.w_down, gate, n, x, proj);
@@ -635,9 +642,14 @@ class CudaBackend final : public Backend {
     if (m == 0) return;
     const ModelConfig& c = model_.config();
     const float* last = x_.as<float>() + size_t(n - m) * c.n_embd;
-    cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
-    mark("norms");
-    matmul(output_, xb_.as<float>(), m, logits_.as<float>());
+    const cuda::MatvecTarget output{&output_, logits_.as<float>(), nullptr};
+    if (m > cuda::kMaxMatvecTokens ||
+        !cuda::matvec_shared_input_normed(&output, 1, last, output_norm_, c.rms_eps, m,
+                                          stream_)) {
+      cuda::rmsnorm(last, output_norm_, m, c.n_embd, c.rms_eps, xb_.as<float>(), stream_);
+      mark("norms");
+      matmul(output_, xb_.as<float>(), m, logits_.as<float>());
+    }
     mark("output");
     if (!greedy) return;
     cuda::argmax_rows(logits_.as<float>(), m, c.n_vocab, d_greedy_.as<int32_t>(), stream_);

@@ -301,6 +301,22 @@ void check_shared_input(Checker& ck, GgmlType type, GgmlType v_type, int cols,
   }
 }
 
+// The host's swiglu of the gate and up products, with the tolerance's magnitude of each value.
+HostProduct host_swiglu(GgmlType type, const std::vector<std::byte>& wg,
+                        const std::vector<std::byte>& wu, int rows, int cols,
+                        const std::vector<float>& x, int n_tokens) {
+  const HostProduct pg = host_product(type, wg, rows, cols, x, n_tokens);
+  const HostProduct pu = host_product(type, wu, rows, cols, x, n_tokens);
+  HostProduct out{std::vector<double>(pg.y.size()), std::vector<double>(pg.y.size())};
+  for (size_t i = 0; i < pg.y.size(); ++i) {
+    out.y[i] = cuda_math::swiglu(float(pg.y[i]), float(pu.y[i]));
+    // silu(g) * u moves by about |u| per unit of g and |silu(g)| per unit of u.
+    out.magnitude[i] = pg.magnitude[i] * (std::abs(pu.y[i]) + 1) +
+                       pu.magnitude[i] * (std::abs(pg.y[i]) + 1);
+  }
+  return out;
+}
+
 // Gate and up with SwiGLU in one launch against the host's swiglu of the two products, for one
 // token and for three (whose first has the single token's bits).
 void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
@@ -324,21 +340,70 @@ void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
     }
     ok(cudaDeviceSynchronize(), "matvec_swiglu");
     const auto got = download(d_y, size_t(n) * rows);
-    const auto xr = ck.as_read(type, x);
-    const HostProduct pg = host_product(type, wg, rows, cols, xr, n);
-    const HostProduct pu = host_product(type, wu, rows, cols, xr, n);
-    std::vector<double> want(got.size()), magnitude(got.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      want[i] = cuda_math::swiglu(float(pg.y[i]), float(pu.y[i]));
-      // silu(g) * u moves by about |u| per unit of g and |silu(g)| per unit of u.
-      magnitude[i] = pg.magnitude[i] * (std::abs(pu.y[i]) + 1) +
-                     pu.magnitude[i] * (std::abs(pg.y[i]) + 1);
-    }
-    ck.compare(what, got, want, magnitude, rows);
+    const HostProduct want = host_swiglu(type, wg, wu, rows, cols, ck.as_read(type, x), n);
+    ck.compare(what, got, want.y, want.magnitude, rows);
     if (n == 1)
       alone = got;
     else
       ck.same_bits(what, got, alone, 0);
+  }
+}
+
+// The int8 kernel with the RMSNorm before a projection folded in (matvec_shared_input_normed,
+// matvec_swiglu_normed), at 1, 3 and 8 tokens, against the host's norm in the kernel's order
+// (cuda_math::warp_order_sum_squares) and then the product of its quantized activations. The
+// other kernels must refuse it and queue nothing.
+void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
+  Device dev;
+  const auto wg = random_rows(type, rows, cols, rng), wu = random_rows(type, rows, cols, rng);
+  const cuda::DeviceMatrix g = upload_matrix(dev, type, wg, rows, cols);
+  const cuda::DeviceMatrix u = upload_matrix(dev, type, wu, rows, cols);
+  const int max_tokens = cuda::kMaxMatvecTokens;
+  auto x = random_floats(size_t(max_tokens) * cols, rng);
+  for (float& v : x) v *= 4.0f;  // a residual stream, not of unit size
+  const auto gamma = random_floats(size_t(cols), rng);
+  const float eps = 1e-6f;
+  const float* d_x = dev.copy(x);
+  const float* d_gamma = dev.copy(gamma);
+  float* d_y = dev.alloc<float>(size_t(max_tokens) * rows);
+  std::vector<float> normed(x.size());
+  for (int t = 0; t < max_tokens; ++t) {
+    const float* xt = x.data() + size_t(t) * cols;
+    const float inv = cuda_math::rms_inv(cuda_math::warp_order_sum_squares(xt, cols), cols, eps);
+    for (int i = 0; i < cols; ++i)
+      normed[size_t(t) * cols + size_t(i)] =
+          cuda_math::rms_normalized(xt[i], inv, gamma[size_t(i)]);
+  }
+  const auto xr = ck.as_read(type, normed);
+  const cuda::MatvecTarget target{.w = &g, .y = d_y, .bias = nullptr};
+  std::vector<float> alone[2];
+  for (const int n : {1, 3, max_tokens}) {
+    for (int glu = 0; glu < 2; ++glu) {
+      const size_t n_out = size_t(n) * rows;
+      ok(cudaMemset(d_y, 0xFF, n_out * 4), "poison y");
+      const std::string what =
+          name_of(glu ? "matvec_swiglu_normed" : "matvec_shared_input_normed", type, rows, cols, n);
+      const bool queued =
+          glu ? cuda::matvec_swiglu_normed(g, u, d_x, d_gamma, eps, n, d_y, nullptr)
+              : cuda::matvec_shared_input_normed(&target, 1, d_x, d_gamma, eps, n, nullptr);
+      ++ck.result.cases;
+      if (queued != ck.int8) {
+        ck.result.failures.push_back(ck.label + what +
+                                     (queued ? ": queued by a kernel other than int8"
+                                             : ": refused by the int8 kernel"));
+        return;
+      }
+      if (!queued) continue;
+      ok(cudaDeviceSynchronize(), what.c_str());
+      const auto got = download(d_y, n_out);
+      const HostProduct want = glu ? host_swiglu(type, wg, wu, rows, cols, xr, n)
+                                   : host_product(type, wg, rows, cols, xr, n);
+      ck.compare(what, got, want.y, want.magnitude, rows);
+      if (n == 1)
+        alone[glu] = got;
+      else
+        ck.same_bits(what, got, alone[glu], 0);
+    }
   }
 }
 
@@ -407,6 +472,9 @@ KernelCheck check_cuda_kernels() {
     check_swiglu(ck, GgmlType::Q8_0, 37, 896, rng);
     check_swiglu(ck, GgmlType::Q4_K, 37, 4864, rng);
     check_swiglu(ck, GgmlType::F16, 37, 1024, rng);
+    check_normed(ck, GgmlType::Q8_0, 37, 896, rng);
+    check_normed(ck, GgmlType::Q4_K, 21, 1536, rng);
+    check_normed(ck, GgmlType::Q5_0, 9, 4864, rng);
   }
   cuda::select_matvec_kernel(selected);
   ck.label.clear();

@@ -458,13 +458,15 @@ __device__ __forceinline__ m::WeightPart q8_weights(const uint8_t* row, int c, i
 template <GgmlType T, bool kGlu>
 __global__ void __launch_bounds__(kMatvecWarps* kWarp)
     matvec_int8_kernel(MatvecParts parts, int cols, const float* __restrict__ x, int n_tokens,
-                       bool accumulate, int warps_per_row, int iters) {
+                       bool accumulate, int warps_per_row, int iters,
+                       const float* __restrict__ norm_weight, float eps) {
   constexpr int kBlock = m::q8_activation_block(T);
   static_assert(kBlock == 32 || kBlock == m::kQK_K, "a type the int8 kernel reads");
   constexpr int kMatrices = kGlu ? 2 : 1;
   constexpr int kPerLane = kBlock / kWarp;  // activations a lane quantizes per block
   extern __shared__ __align__(16) uint8_t int8_shared[];
   __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
+  __shared__ float inverse_rms[kMaxMatvecTokens];
   const int b = blockIdx.x;
   const int which =
       m::matvec_part(b, parts.n, parts.part[1].first_block, parts.part[2].first_block);
@@ -489,6 +491,16 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   for (int t0 = 0; t0 < n_tokens; t0 += group) {
     const int g = min(group, n_tokens - t0);
     __syncthreads();  // the previous group's activations are no longer read
+    if (norm_weight != nullptr) {
+      // RMSNorm first (the norm before a projection, folded in): a warp per token, in the
+      // order cuda_math::warp_order_sum_squares states.
+      for (int t = warp; t < g; t += kMatvecWarps) {
+        const float ss =
+            warp_sum(m::warp_order_lane_squares(x + size_t(t0 + t) * cols, cols, lane));
+        if (lane == 0) inverse_rms[t] = m::rms_inv(ss, cols, eps);
+      }
+      __syncthreads();
+    }
     for (int job = warp; job < g * act_blocks; job += kMatvecWarps) {
       const int t = job / act_blocks, blk = job % act_blocks;
       const float* xb = x + size_t(t0 + t) * cols + size_t(blk) * kBlock;
@@ -497,6 +509,9 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
         v[i] = xb[lane + kWarp * i];
+        if (norm_weight != nullptr)
+          v[i] =
+              m::rms_normalized(v[i], inverse_rms[t], norm_weight[blk * kBlock + lane + kWarp * i]);
         amax = fmaxf(amax, fabsf(v[i]));
       }
       amax = warp_max(amax);
@@ -1036,7 +1051,8 @@ int int8_warps_per_row(int cols) {
 // where a token's quantized activations do not fit its shared buffer.
 template <GgmlType T, bool kGlu>
 bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
-                 int n_tokens, bool accumulate, cudaStream_t s) {
+                 int n_tokens, bool accumulate, cudaStream_t s,
+                 const float* norm_weight = nullptr, float eps = 0.0f) {
   constexpr int kBlock = m::q8_activation_block(T);
   constexpr int kBlocksWanted = 2048;  // beyond this, a block takes several groups of rows
   const int cols = targets[0].w->cols;
@@ -1063,8 +1079,16 @@ bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const 
   }
   const size_t shared = size_t(group) * size_t(int8_activation_bytes(cols, kBlock));
   matvec_int8_kernel<T, kGlu><<<blocks, kMatvecWarps * kWarp, shared, s>>>(
-      parts, cols, x, n_tokens, accumulate, warps_per_row, iters);
+      parts, cols, x, n_tokens, accumulate, warps_per_row, iters, norm_weight, eps);
   return true;
+}
+
+// Whether the int8 kernel, selected, reads rows of `type` and `cols` values (their quantized
+// activations fit its shared buffer one token at a time).
+bool int8_reads(const DeviceMatrix& w) {
+  if (selected_kernel != MatvecKernel::Int8) return false;
+  const int block = m::q8_activation_block(static_cast<GgmlType>(w.type));
+  return block > 0 && w.cols % block == 0 && int8_token_group(w.cols, block) >= 1;
 }
 
 template <bool kGlu>
@@ -1143,6 +1167,39 @@ bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int
     matvec_launch<false>(targets + i, j - i, nullptr, x, n_tokens, /*accumulate=*/false, s);
     i = j;
   }
+  return true;
+}
+
+bool matvec_shared_input_normed(const MatvecTarget* targets, int n, const float* x,
+                                const float* norm_weight, float eps, int n_tokens,
+                                cudaStream_t s) {
+  for (int i = 0; i < n; ++i)
+    if (targets[i].w->cols != targets[0].w->cols || !int8_reads(*targets[i].w)) return false;
+  for (int i = 0; i < n;) {
+    int j = i + 1;
+    while (j < n && j - i < kMaxMatvecParts && targets[j].w->type == targets[i].w->type) ++j;
+    with_type(targets[i].w->type, [&]<GgmlType T>() {
+      if constexpr (m::q8_activation_block(T) > 0)
+        int8_launch<T, false>(targets + i, j - i, nullptr, x, n_tokens, /*accumulate=*/false, s,
+                              norm_weight, eps);
+    });
+    i = j;
+  }
+  return true;
+}
+
+bool matvec_swiglu_normed(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x,
+                          const float* norm_weight, float eps, int n_tokens, float* y,
+                          cudaStream_t s) {
+  if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols ||
+      gate.row_bytes != up.row_bytes || !int8_reads(gate))
+    return false;
+  const MatvecTarget target{.w = &gate, .y = y, .bias = nullptr};
+  with_type(gate.type, [&]<GgmlType T>() {
+    if constexpr (m::q8_activation_block(T) > 0)
+      int8_launch<T, true>(&target, 1, up.data, x, n_tokens, /*accumulate=*/false, s,
+                           norm_weight, eps);
+  });
   return true;
 }
 

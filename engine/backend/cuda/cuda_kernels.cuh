@@ -64,6 +64,17 @@ bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int
 bool matvec_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int n_tokens,
                    float* y, cudaStream_t s);
 
+// With the int8 kernel selected and every matrix of a type it reads: matvec_shared_input and
+// matvec_swiglu of x normalized by RMSNorm with `norm_weight`, the norm computed by each block
+// from x (cuda_math::warp_order_sum_squares, rms_normalized) instead of by a launch of its own.
+// False (nothing queued) otherwise. Each token's values are the same alone or in a batch.
+bool matvec_shared_input_normed(const MatvecTarget* targets, int n, const float* x,
+                                const float* norm_weight, float eps, int n_tokens,
+                                cudaStream_t s);
+bool matvec_swiglu_normed(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x,
+                          const float* norm_weight, float eps, int n_tokens, float* y,
+                          cudaStream_t s);
+
 // Rows [row0, row0 + n_rows) of w as float32, row-major, for a GEMM tile.
 void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cudaStream_t s);
 

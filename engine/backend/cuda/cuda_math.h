@@ -672,6 +672,31 @@ GHOSTLINE_HD void rmsnorm_row(float* out, const float* x, const float* weight, i
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 
+// The sum of squares of a row as one warp forms it, so that the host can repeat it bit for bit:
+// lane l sums x[l], x[l + 32], ... (fused multiply-adds), then the lanes' sums are added by the
+// butterfly of warp_sum (at each step lane l adds lane l ^ offset's value; the two lanes of a
+// pair form the same sum).
+GHOSTLINE_HD float warp_order_lane_squares(const float* x, int n, int lane) {
+  float s = 0.0f;
+  for (int i = lane; i < n; i += 32) s = fmaf(x[i], x[i], s);
+  return s;
+}
+inline float warp_order_sum_squares(const float* x, int n) {
+  float p[32], q[32];
+  for (int l = 0; l < 32; ++l) p[l] = warp_order_lane_squares(x, n, l);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    for (int l = 0; l < 32; ++l) q[l] = p[l] + p[l ^ offset];
+    for (int l = 0; l < 32; ++l) p[l] = q[l];
+  }
+  return p[0];
+}
+
+// Value i of a row normalized by the int8 kernel: x * (1 / RMS) * weight, rounded product by
+// product.
+GHOSTLINE_HD float rms_normalized(float x, float inverse_rms, float weight) {
+  return mul_rn(mul_rn(x, inverse_rms), weight);
+}
+
 // The dimensions pair i (0..d/2) of a head rotates: adjacent (2i, 2i+1) for llama, halves
 // (i, i + d/2) for NeoX-style models (qwen2).
 GHOSTLINE_HD void rope_pair_index(int i, int d, bool neox, int& a, int& b) {
