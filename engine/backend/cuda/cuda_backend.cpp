@@ -498,11 +498,28 @@ class CudaBackend final : public Backend {
             .block_elems = pool_.block_bytes() / sizeof(uint16_t)};
   }
 
+  // Batches longer than a step whose product the int8 kernel reads (a keystroke's new text) go
+  // through it a step of kMaxMatvecTokens tokens at a time, each step reading the weights once,
+  // rather than dequantizing every weight for a GEMM: up to this many tokens.
+  static constexpr int kInt8BatchMaxTokens = 32;
+
+  bool by_steps(const DeviceMatrix& w, int n) const {
+    return n <= cuda::kMaxMatvecTokens || (n <= kInt8BatchMaxTokens && cuda::int8_reads(w));
+  }
+
+  // The mat-vec kernel over n tokens, kMaxMatvecTokens at a time.
+  void matvec_steps(const DeviceMatrix& w, const float* x, int n, float* y, bool accumulate,
+                    const float* bias) {
+    for (int t0 = 0; t0 < n; t0 += cuda::kMaxMatvecTokens)
+      cuda::matvec(w, x + size_t(t0) * w.cols, std::min(cuda::kMaxMatvecTokens, n - t0),
+                   y + size_t(t0) * w.rows, accumulate, bias, stream_);
+  }
+
   // y = W x for n tokens: the mat-vec kernel for short batches, F32 GEMM over dequantized
   // tiles of rows for long ones.
   void matmul(const DeviceMatrix& w, const float* x, int n, float* y) {
-    if (n <= cuda::kMaxMatvecTokens) {
-      cuda::matvec(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr, stream_);
+    if (by_steps(w, n)) {
+      matvec_steps(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr);
       return;
     }
     const int tile_rows = static_cast<int>(std::max<size_t>(1, kTileElems / size_t(w.cols)));
@@ -521,8 +538,8 @@ class CudaBackend final : public Backend {
   // y = W x + bias (a projection with a bias: qwen2's Q, K, V): in the mat-vec kernel's output
   // for short batches, else a product and an add.
   void matmul_bias(const DeviceMatrix& w, const float* x, int n, const float* bias, float* y) {
-    if (n <= cuda::kMaxMatvecTokens) {
-      cuda::matvec(w, x, n, y, /*accumulate=*/false, bias, stream_);
+    if (by_steps(w, n)) {
+      matvec_steps(w, x, n, y, /*accumulate=*/false, bias);
       return;
     }
     matmul(w, x, n, y);
@@ -531,8 +548,8 @@ class CudaBackend final : public Backend {
 
   // residual += W x: in the mat-vec kernel's output for short batches, else a product and an add.
   void matmul_add(const DeviceMatrix& w, const float* x, int n, float* residual, float* scratch) {
-    if (n <= cuda::kMaxMatvecTokens) {
-      cuda::matvec(w, x, n, residual, /*accumulate=*/true, /*bias=*/nullptr, stream_);
+    if (by_steps(w, n)) {
+      matvec_steps(w, x, n, residual, /*accumulate=*/true, /*bias=*/nullptr);
       return;
     }
     matmul(w, x, n, scratch);

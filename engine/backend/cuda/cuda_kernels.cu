@@ -1038,8 +1038,6 @@ int sm_count() {
   return n;
 }
 
-// Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
-// and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
 // Warps of the int8 kernel per row: enough that a thread has at most four parts of a row.
 int int8_warps_per_row(int cols) {
   int w = 1;
@@ -1083,14 +1081,18 @@ bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const 
   return true;
 }
 
-// Whether the int8 kernel, selected, reads rows of `type` and `cols` values (their quantized
-// activations fit its shared buffer one token at a time).
+}  // namespace
+
 bool int8_reads(const DeviceMatrix& w) {
   if (selected_kernel != MatvecKernel::Int8) return false;
   const int block = m::q8_activation_block(static_cast<GgmlType>(w.type));
   return block > 0 && w.cols % block == 0 && int8_token_group(w.cols, block) >= 1;
 }
 
+namespace {
+
+// Queues one mat-vec launch over targets[0..n) (n <= kMaxMatvecParts), which share the type
+// and columns of the first; with kGlu, one target whose rows are multiplied by `w_up`'s too.
 template <bool kGlu>
 void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
                    int n_tokens, bool accumulate, cudaStream_t s) {

@@ -47,6 +47,9 @@ void matvec(const DeviceMatrix& w, const float* x, int n_tokens, float* y, bool 
 enum class MatvecKernel { Blocks, Rows, Int8 };
 void select_matvec_kernel(MatvecKernel k);
 MatvecKernel selected_matvec_kernel();
+// Whether the int8 kernel is selected and reads w (a quantized type it reads in place, rows
+// whose quantized activations fit its shared buffer).
+bool int8_reads(const DeviceMatrix& w);
 // One product of several that read the same activations: y = W x (+ bias).
 struct MatvecTarget {
   const DeviceMatrix* w = nullptr;
