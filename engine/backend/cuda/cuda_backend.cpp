@@ -629,8 +629,10 @@ class CudaBackend final : public Backend {
       mark("q, k, v");
       cuda::rope_store_kv(q, k, v, n, start_pos, rope, kv, l, blocks, stream_);
       mark("rope and KV store");
+      // A batch whose products go by steps (the int8 kernel) splits its attention too.
       cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim,
-                      attn_scratch_.as<float>(), att, stream_);
+                      attn_scratch_.as<float>(), att, stream_,
+                      by_steps(lw.wq, n) ? kInt8BatchMaxTokens : 0);
       mark("attention");
       matmul_add(lw.wo, att, n, x, proj);
       mark("attention output");

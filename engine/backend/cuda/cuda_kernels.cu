@@ -867,10 +867,10 @@ size_t split_shared_bytes(int group, int head_dim) {
 
 __global__ void __launch_bounds__(kSplitWarps* kWarp)
     attention_split_kernel(KvLayout kv, int layer, const int32_t* blocks, const int32_t* start_pos,
-                           const float* q, int n_head, int n_head_kv, int head_dim,
+                           int token0, const float* q, int n_head, int n_head_kv, int head_dim,
                            float* partial) {
   const int kvh = blockIdx.x, t = blockIdx.y, worker = blockIdx.z;
-  const int pos = *start_pos + t, n_splits = pos / kSplitKeys + 1;
+  const int pos = *start_pos + token0 + t, n_splits = pos / kSplitKeys + 1;
   if (worker >= n_splits) return;  // no split for this worker: the combine does not read it
   const int group = n_head / n_head_kv, half_dim = head_dim / 2, key_stride = half_dim + 1;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -961,10 +961,10 @@ __global__ void __launch_bounds__(kSplitWarps* kWarp)
 }
 
 // out = the workers' weighted values merged in worker order, over their merged softmax sums.
-__global__ void attention_combine_kernel(const float* partial, const int32_t* start_pos, int n_head,
-                                         int head_dim, float* out) {
+__global__ void attention_combine_kernel(const float* partial, const int32_t* start_pos, int token0,
+                                         int n_head, int head_dim, float* out) {
   const int h = blockIdx.x, t = blockIdx.y;
-  const int n_splits = (*start_pos + t) / kSplitKeys + 1;
+  const int n_splits = (*start_pos + token0 + t) / kSplitKeys + 1;
   const int workers = min(kAttnWorkers, n_splits);  // each of these took a split at least
   const size_t stride = size_t(head_dim) + 2;
   const float* base = partial + (size_t(t) * n_head + h) * kAttnWorkers * stride;
@@ -1266,16 +1266,21 @@ size_t attention_scratch_floats(int n_head, int head_dim) {
 
 void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
                int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim,
-               float* scratch, float* out, cudaStream_t s) {
+               float* scratch, float* out, cudaStream_t s, int split_max_tokens) {
   const int group = n_head / n_head_kv;
   const size_t shared = split_shared_bytes(group, head_dim);
-  if (scratch && n_tokens <= kMaxMatvecTokens && group <= kMaxGroupHeads &&
-      shared <= kMaxSplitSharedBytes) {
-    attention_split_kernel<<<dim3(n_head_kv, n_tokens, kAttnWorkers), kSplitWarps * kWarp, shared,
-                             s>>>(kv, layer, blocks, start_pos, q, n_head, n_head_kv, head_dim,
-                                  scratch);
-    attention_combine_kernel<<<dim3(n_head, n_tokens), 64, 0, s>>>(scratch, start_pos, n_head,
-                                                                   head_dim, out);
+  if (scratch && n_tokens <= std::max(kMaxMatvecTokens, split_max_tokens) &&
+      group <= kMaxGroupHeads && shared <= kMaxSplitSharedBytes) {
+    // kMaxMatvecTokens tokens at a time: the scratch holds their partial results.
+    for (int t0 = 0; t0 < n_tokens; t0 += kMaxMatvecTokens) {
+      const int n = std::min(kMaxMatvecTokens, n_tokens - t0);
+      const size_t at = size_t(t0) * n_head * head_dim;
+      attention_split_kernel<<<dim3(n_head_kv, n, kAttnWorkers), kSplitWarps * kWarp, shared,
+                               s>>>(kv, layer, blocks, start_pos, t0, q + at, n_head, n_head_kv,
+                                    head_dim, scratch);
+      attention_combine_kernel<<<dim3(n_head, n), 64, 0, s>>>(scratch, start_pos, t0, n_head,
+                                                              head_dim, out + at);
+    }
     return;
   }
   attention_kernel<<<dim3(n_head, n_tokens), kAttentionWarps * kWarp, 0, s>>>(
