@@ -1038,6 +1038,27 @@ int sm_count() {
   return n;
 }
 
+// The parts of a launch over targets[0..n), blocks of `rows_per_block` rows dealt to them in
+// order; `blocks` is set to the launch's blocks.
+MatvecParts matvec_parts(const MatvecTarget* targets, int n, const uint8_t* w_up,
+                         int rows_per_block, int& blocks) {
+  MatvecParts parts{};
+  parts.n = n;
+  blocks = 0;
+  for (int i = 0; i < n; ++i) {
+    const DeviceMatrix& w = *targets[i].w;
+    parts.part[i] = MatvecPart{.w = w.data,
+                               .w_up = w_up,
+                               .row_bytes = w.row_bytes,
+                               .rows = w.rows,
+                               .y = targets[i].y,
+                               .bias = targets[i].bias,
+                               .first_block = blocks};
+    blocks += m::matvec_blocks(w.rows, rows_per_block);
+  }
+  return parts;
+}
+
 // Warps of the int8 kernel per row: enough that a thread has at most four parts of a row.
 int int8_warps_per_row(int cols) {
   int w = 1;
@@ -1061,20 +1082,8 @@ bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const 
   int one_each = 0;
   for (int i = 0; i < n; ++i) one_each += m::matvec_blocks(targets[i].w->rows, rows_per_block);
   const int iters = std::max(1, one_each / kBlocksWanted);
-  MatvecParts parts{};
-  parts.n = n;
   int blocks = 0;
-  for (int i = 0; i < n; ++i) {
-    const DeviceMatrix& w = *targets[i].w;
-    parts.part[i] = MatvecPart{.w = w.data,
-                               .w_up = w_up,
-                               .row_bytes = w.row_bytes,
-                               .rows = w.rows,
-                               .y = targets[i].y,
-                               .bias = targets[i].bias,
-                               .first_block = blocks};
-    blocks += m::matvec_blocks(w.rows, rows_per_block * iters);
-  }
+  const MatvecParts parts = matvec_parts(targets, n, w_up, rows_per_block * iters, blocks);
   const size_t shared = size_t(group) * size_t(int8_activation_bytes(cols, kBlock));
   matvec_int8_kernel<T, kGlu><<<blocks, kMatvecWarps * kWarp, shared, s>>>(
       parts, cols, x, n_tokens, accumulate, warps_per_row, iters, norm_weight, eps);
@@ -1098,20 +1107,8 @@ void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, cons
                    int n_tokens, bool accumulate, cudaStream_t s) {
   const DeviceMatrix& first = *targets[0].w;
   const m::MatvecSplit split = m::matvec_split(m::matvec_segments(first.cols), kMatvecWarps);
-  MatvecParts parts{};
-  parts.n = n;
   int blocks = 0;
-  for (int i = 0; i < n; ++i) {
-    const DeviceMatrix& w = *targets[i].w;
-    parts.part[i] = MatvecPart{.w = w.data,
-                               .w_up = w_up,
-                               .row_bytes = w.row_bytes,
-                               .rows = w.rows,
-                               .y = targets[i].y,
-                               .bias = targets[i].bias,
-                               .first_block = blocks};
-    blocks += m::matvec_blocks(w.rows, split.rows_per_block);
-  }
+  const MatvecParts parts = matvec_parts(targets, n, w_up, split.rows_per_block, blocks);
   with_type(first.type, [&]<GgmlType T>() {
     if constexpr (m::q8_activation_block(T) > 0) {
       if (selected_kernel == MatvecKernel::Int8 &&
