@@ -195,15 +195,16 @@ TEST(CudaMathTest, Int8PartsSumToTheProductWithTheCpusQuantizedActivations) {
 // to check the kernel bit for bit, and it is the sum of squares.
 TEST(CudaMathTest, WarpOrderSumOfSquaresIsTheSumOfSquares) {
   std::mt19937 rng(5);
-  for (const int n : {1, 31, 32, 896, 1536, 4867}) {
+  for (const int n : {4, 32, 132, 896, 1536, 4864}) {
     std::vector<float> x(static_cast<size_t>(n));
     for (float& v : x) v = std::uniform_real_distribution<float>(-3, 3)(rng);
     double want = 0;
     for (float v : x) want += double(v) * v;
     const float got = m::warp_order_sum_squares(x.data(), n);
     EXPECT_NEAR(got, want, 1e-6 * want) << n;
-    float lanes = 0;  // lane 0's share alone
-    for (int i = 0; i < n; i += 32) lanes = std::fma(x[size_t(i)], x[size_t(i)], lanes);
+    float lanes = 0;  // lane 0's share alone: values 0..3, 128..131, ...
+    for (int i = 0; i < n; i += 128)
+      for (int e = 0; e < 4; ++e) lanes = std::fma(x[size_t(i + e)], x[size_t(i + e)], lanes);
     EXPECT_EQ(bits(m::warp_order_lane_squares(x.data(), n, 0)), bits(lanes)) << n;
   }
 }

@@ -421,15 +421,15 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
 // The int8 mat-vec (MatvecKernel::Int8): activations quantized to int8 as the CPU backend
 // quantizes them, weights read in place as 32-bit words, products summed four bytes at a time by
 // dp4a (cuda_math.h, "integer dot products"). Each block first quantizes the tokens'
-// activations into shared memory (a warp per activation block, the scale from the block's
-// largest magnitude, as the host rounds), then each of its rows is read by one to four warps: a
-// row's chunks are cut into four parts of 8 values, and thread i of the row takes parts i, i +
-// (threads of the row), ..., two words of weights each, consecutive threads reading consecutive
-// words. A token's sum is formed in the same order whatever the number of tokens (per thread
-// over its parts, over the lanes, over the row's warps in order), so a batch gives each token
-// its bits alone. Tokens whose activations do not fit the shared buffer together go in groups,
-// each group reading the rows again. A block takes `iters` consecutive groups of rows, so that
-// a matrix of many rows (the output matrix) quantizes the activations fewer times.
+// activations into shared memory (8 lanes per block of 32 values, a warp per block of 256, the
+// scale from the block's largest magnitude, as the host rounds), then each of its rows is read by
+// one to four warps: a row's chunks are cut into four parts of 8 values, and thread i of the row
+// takes parts i, i + (threads of the row), ..., two words of weights each, consecutive threads
+// reading consecutive words. A token's sum is formed in the same order whatever the number of
+// tokens (per thread over its parts, over the lanes, over the row's warps in order), so a batch
+// gives each token its bits alone. Tokens whose activations do not fit the shared buffer together
+// go in groups, each group reading the rows again. A block takes `iters` consecutive groups of
+// rows, so that a matrix of many rows (the output matrix) quantizes the activations fewer times.
 constexpr int kInt8SharedBytes = 40 * 1024;  // the quantized activations of a group of tokens
 
 __host__ __device__ constexpr int int8_activation_bytes(int cols, int block) {
@@ -463,7 +463,12 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   constexpr int kBlock = m::q8_activation_block(T);
   static_assert(kBlock == 32 || kBlock == m::kQK_K, "a type the int8 kernel reads");
   constexpr int kMatrices = kGlu ? 2 : 1;
-  constexpr int kPerLane = kBlock / kWarp;  // activations a lane quantizes per block
+  // The quantization of the activations: kVals values a lane, kLanes lanes a block, so
+  // kBlocksPerPass blocks a warp at a time.
+  constexpr int kVals = kBlock == 32 ? 4 : 8;
+  constexpr int kLanes = kBlock / kVals;
+  constexpr int kBlocksPerPass = kWarp / kLanes;
+  constexpr int kUnroll = kBlock == 32 ? 4 : 2;
   extern __shared__ __align__(16) uint8_t int8_shared[];
   __shared__ float partial[kMatvecWarps][kMatrices][kMaxMatvecTokens];
   __shared__ float inverse_rms[kMaxMatvecTokens];
@@ -472,6 +477,7 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
       m::matvec_part(b, parts.n, parts.part[1].first_block, parts.part[2].first_block);
   const MatvecPart& mp = which == 2 ? parts.part[2] : which == 1 ? parts.part[1] : parts.part[0];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int sub = lane / kLanes, l = lane % kLanes;  // the block of a pass, the lane in it
   const m::MatvecSplit split{warps_per_row, kMatvecWarps / warps_per_row};
   const int part = m::matvec_row_part(warp, split);
   const int thread_of_row = part * kWarp + lane, threads_per_row = warps_per_row * kWarp;
@@ -495,31 +501,68 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
       // RMSNorm first (the norm before a projection, folded in): a warp per token, in the
       // order cuda_math::warp_order_sum_squares states.
       for (int t = warp; t < g; t += kMatvecWarps) {
-        const float ss =
-            warp_sum(m::warp_order_lane_squares(x + size_t(t0 + t) * cols, cols, lane));
+        const float4* x4 = reinterpret_cast<const float4*>(x + size_t(t0 + t) * cols);
+        float ss = 0.0f;
+#pragma unroll 8
+        for (int i = lane; i < cols / 4; i += kWarp) {
+          const float4 f = x4[i];
+          ss = m::add_squares4(ss, f.x, f.y, f.z, f.w);
+        }
+        ss = warp_sum(ss);
         if (lane == 0) inverse_rms[t] = m::rms_inv(ss, cols, eps);
       }
       __syncthreads();
     }
-    for (int job = warp; job < g * act_blocks; job += kMatvecWarps) {
-      const int t = job / act_blocks, blk = job % act_blocks;
-      const float* xb = x + size_t(t0 + t) * cols + size_t(blk) * kBlock;
-      float v[kPerLane];
-      float amax = 0.0f;
+    // Each lane quantizes kVals values of a block (float4 loads: a warp reads 512 contiguous
+    // bytes at a time), kLanes lanes a block; the loads of kUnroll passes travel together.
+    for (int j0 = warp * kBlocksPerPass * kUnroll; j0 < g * act_blocks;
+         j0 += kMatvecWarps * kBlocksPerPass * kUnroll) {
+      float v[kUnroll][kVals];
 #pragma unroll
-      for (int i = 0; i < kPerLane; ++i) {
-        v[i] = xb[lane + kWarp * i];
-        if (norm_weight != nullptr)
-          v[i] =
-              m::rms_normalized(v[i], inverse_rms[t], norm_weight[blk * kBlock + lane + kWarp * i]);
-        amax = fmaxf(amax, fabsf(v[i]));
+      for (int u = 0; u < kUnroll; ++u) {
+        const int job = j0 + u * kBlocksPerPass + sub;
+        if (job >= g * act_blocks) continue;
+        const int t = job / act_blocks, blk = job % act_blocks;
+        const float* xb = x + size_t(t0 + t) * cols + size_t(blk) * kBlock;
+#pragma unroll
+        for (int h = 0; h < kVals / 4; ++h) {
+          const float4 f = *reinterpret_cast<const float4*>(xb + 4 * (l + kLanes * h));
+          v[u][4 * h] = f.x;
+          v[u][4 * h + 1] = f.y;
+          v[u][4 * h + 2] = f.z;
+          v[u][4 * h + 3] = f.w;
+        }
       }
-      amax = warp_max(amax);
-      const float scale = m::q8_scale(amax), inverse = m::q8_inverse(scale);
-      int8_t* qb = xq + size_t(t) * cols + size_t(blk) * kBlock;
 #pragma unroll
-      for (int i = 0; i < kPerLane; ++i) qb[lane + kWarp * i] = m::q8_value(v[i], inverse);
-      if (lane == 0) xd[t * act_blocks + blk] = scale;
+      for (int u = 0; u < kUnroll; ++u) {
+        const int job = j0 + u * kBlocksPerPass + sub;
+        const bool have = job < g * act_blocks;
+        const int t = have ? job / act_blocks : 0, blk = have ? job % act_blocks : 0;
+        float amax = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVals; ++e) {
+          if (!have) v[u][e] = 0.0f;
+          if (have && norm_weight != nullptr)
+            v[u][e] =
+                m::rms_normalized(v[u][e], inverse_rms[t],
+                                  norm_weight[blk * kBlock + 4 * (l + kLanes * (e / 4)) + e % 4]);
+          amax = fmaxf(amax, fabsf(v[u][e]));
+        }
+        for (int offset = kLanes / 2; offset > 0; offset /= 2)  // within the block's lanes
+          amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+        if (!have) continue;
+        const float scale = m::q8_scale(amax), inverse = m::q8_inverse(scale);
+        int8_t* qb = xq + size_t(t) * cols + size_t(blk) * kBlock;
+#pragma unroll
+        for (int h = 0; h < kVals / 4; ++h) {
+          uint32_t word = 0;
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            word |= uint32_t(uint8_t(m::q8_value(v[u][4 * h + e], inverse))) << (8 * e);
+          *reinterpret_cast<uint32_t*>(qb + 4 * (l + kLanes * h)) = word;
+        }
+        if (l == 0) xd[t * act_blocks + blk] = scale;
+      }
     }
     __syncthreads();
     for (int k = 0; k < iters; ++k) {

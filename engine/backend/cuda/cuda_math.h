@@ -672,13 +672,20 @@ GHOSTLINE_HD void rmsnorm_row(float* out, const float* x, const float* weight, i
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 
-// The sum of squares of a row as one warp forms it, so that the host can repeat it bit for bit:
-// lane l sums x[l], x[l + 32], ... (fused multiply-adds), then the lanes' sums are added by the
-// butterfly of warp_sum (at each step lane l adds lane l ^ offset's value; the two lanes of a
-// pair form the same sum).
+// The sum of squares of a row of n values (n a multiple of 4) as one warp forms it, so that the
+// host can repeat it bit for bit: lane l takes the four values at 4l, 4l + 128, 4l + 256, ...
+// (one 16-byte load each) and sums their squares in order by fused multiply-adds, then the
+// lanes' sums are added by the butterfly of warp_sum (at each step lane l adds lane l ^ offset's
+// value; the two lanes of a pair form the same sum).
+GHOSTLINE_HD float add_squares4(float s, float a, float b, float c, float d) {
+  s = fmaf(a, a, s);
+  s = fmaf(b, b, s);
+  s = fmaf(c, c, s);
+  return fmaf(d, d, s);
+}
 GHOSTLINE_HD float warp_order_lane_squares(const float* x, int n, int lane) {
   float s = 0.0f;
-  for (int i = lane; i < n; i += 32) s = fmaf(x[i], x[i], s);
+  for (int i = 4 * lane; i < n; i += 128) s = add_squares4(s, x[i], x[i + 1], x[i + 2], x[i + 3]);
   return s;
 }
 inline float warp_order_sum_squares(const float* x, int n) {
