@@ -631,8 +631,7 @@ class CudaBackend final : public Backend {
       mark("rope and KV store");
       // A batch whose products go by steps (the int8 kernel) splits its attention too.
       cuda::attention(kv, l, blocks, start_pos, n, q, c.n_head, c.n_head_kv, c.head_dim,
-                      attn_scratch_.as<float>(), att, stream_,
-                      by_steps(lw.wq, n) ? kInt8BatchMaxTokens : 0);
+                      attn_scratch_.as<float>(), att, stream_, by_steps(lw.wq, n));
       mark("attention");
       matmul_add(lw.wo, att, n, x, proj);
       mark("attention output");

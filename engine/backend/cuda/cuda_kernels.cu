@@ -1306,11 +1306,11 @@ size_t attention_scratch_floats(int n_head, int head_dim) {
 
 void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
                int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim,
-               float* scratch, float* out, cudaStream_t s, int split_max_tokens) {
+               float* scratch, float* out, cudaStream_t s, bool split_any_batch) {
   const int group = n_head / n_head_kv;
   const size_t shared = split_shared_bytes(group, head_dim);
-  if (scratch && n_tokens <= std::max(kMaxMatvecTokens, split_max_tokens) &&
-      group <= kMaxGroupHeads && shared <= kMaxSplitSharedBytes) {
+  if (scratch && (n_tokens <= kMaxMatvecTokens || split_any_batch) && group <= kMaxGroupHeads &&
+      shared <= kMaxSplitSharedBytes) {
     // kMaxMatvecTokens tokens at a time: the scratch holds their partial results.
     for (int t0 = 0; t0 < n_tokens; t0 += kMaxMatvecTokens) {
       const int n = std::min(kMaxMatvecTokens, n_tokens - t0);

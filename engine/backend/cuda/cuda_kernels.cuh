@@ -118,13 +118,13 @@ void rope_store_kv(float* q, float* k, const float* v, int n_tokens, const int32
                    cudaStream_t s);
 
 // Causal grouped-query attention of each token's query heads over positions [0, *start_pos + t].
-// Batches of up to kMaxMatvecTokens tokens (or split_max_tokens, kMaxMatvecTokens at a time)
-// are split over the context (flash-decoding) when `scratch` holds
+// Batches of up to kMaxMatvecTokens tokens (of any length with `split_any_batch`,
+// kMaxMatvecTokens at a time) are split over the context (flash-decoding) when `scratch` holds
 // attention_scratch_floats(n_head, head_dim) floats; each token's result is then the same alone
 // or in a batch. Longer batches take one block per (query head, token).
 void attention(const KvLayout& kv, int layer, const int32_t* blocks, const int32_t* start_pos,
                int n_tokens, const float* q, int n_head, int n_head_kv, int head_dim,
-               float* scratch, float* out, cudaStream_t s, int split_max_tokens = 0);
+               float* scratch, float* out, cudaStream_t s, bool split_any_batch = false);
 size_t attention_scratch_floats(int n_head, int head_dim);
 
 }  // namespace ghostline::engine::cuda
