@@ -48,6 +48,30 @@ struct GgmlTypeTraits {
   bool supported;  // whether Ghostline's backends can compute with it
 };
 
+// Values per scale of the 8-bit activations that weights of `type` meet in integer dot products:
+// the type's block of 32 values, or its super-block of 256 (the K-quants, IQ4_XS); 0 for types
+// multiplied as floats.
+constexpr int int8_activation_block(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::IQ4_NL:
+      return 32;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::IQ4_XS:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      return 256;
+    default:
+      return 0;
+  }
+}
+
 // Traits of a type id read from a file; nullopt for ids this build does not know.
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id);
 const GgmlTypeTraits& ggml_type_traits(GgmlType type);

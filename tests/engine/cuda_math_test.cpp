@@ -143,7 +143,7 @@ TEST(CudaMathTest, Int8PartsSumToTheProductWithTheCpusQuantizedActivations) {
   for (const Int8Case& c : cases) {
     SCOPED_TRACE(ggml_type_name(c.type));
     const int block = m::q8_activation_block(c.type);
-    ASSERT_EQ(block, cpu::kernels::activation_block(c.type));
+    ASSERT_EQ(block, int8_activation_block(c.type));
     for (int trial = 0; trial < 4; ++trial) {
       const auto row = random_row(c.type, n, c.scale_offsets, rng);
       std::vector<float> x(n);

@@ -15,27 +15,6 @@ namespace ghostline::engine::cpu {
 
 namespace kernels {
 
-int activation_block(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::IQ4_NL:
-      return kQK8_0;
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::IQ4_XS:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return kQK_K;
-    default:
-      return 0;
-  }
-}
-
 void pack_prefill_activations(const float* x, int64_t n_tokens, int64_t cols, int tile_tokens,
                               int64_t tile_begin, int64_t tile_end, float* packed) {
   for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
@@ -210,7 +189,7 @@ kernels::DecodeJob decode_job(const WeightMatrix& w, const float* x, int64_t n_t
                               kernels::QuantizedActivations (&xq)[kActivationBlockSizes],
                               Scratch& s) {
   kernels::DecodeJob job{&w, x, {}, n_tokens, y};
-  const int block = kernels::activation_block(w.type);
+  const int block = int8_activation_block(w.type);
   if (block == 0) return job;
   const int slot = activation_slot(block);
   kernels::QuantizedActivations& a = xq[slot];
@@ -299,7 +278,7 @@ bool matmul_supports(GgmlType type) {
 }
 
 bool matmul_quantizes_activations(GgmlType type, int64_t n_tokens, CpuIsa isa, Tokens tokens) {
-  if (decode_path(n_tokens, tokens)) return kernels::activation_block(type) != 0;
+  if (decode_path(n_tokens, tokens)) return int8_activation_block(type) != 0;
   const auto& ks = kernels_for(isa);
   return ks.q8_group != nullptr && ks.q8_group(type) != 0;
 }

@@ -53,9 +53,6 @@ struct QuantizedActivations {
   const float* dsum = nullptr;
 };
 
-// Activation block size the decode kernels want for `type` (0: they read the floats).
-int activation_block(GgmlType type);
-
 struct DecodeJob {
   const WeightMatrix* w;
   const float* x;  // n_tokens x w->cols floats

@@ -455,13 +455,12 @@ __device__ __forceinline__ m::WeightPart q8_weights(const uint8_t* row, int c, i
   return {};
 }
 
-template <GgmlType T, bool kGlu>
+template <GgmlType T, bool kGlu, int kBlock>
 __global__ void __launch_bounds__(kMatvecWarps* kWarp)
     matvec_int8_kernel(MatvecParts parts, int cols, const float* __restrict__ x, int n_tokens,
                        bool accumulate, int warps_per_row, int iters,
                        const float* __restrict__ norm_weight, float eps) {
-  constexpr int kBlock = m::q8_activation_block(T);
-  static_assert(kBlock == 32 || kBlock == m::kQK_K, "a type the int8 kernel reads");
+  static_assert(kBlock == 32 || kBlock == m::kQK_K, "values per activation scale: 32 or 256");
   constexpr int kMatrices = kGlu ? 2 : 1;
   // The quantization of the activations: kVals values a lane, kLanes lanes a block, so
   // kBlocksPerPass blocks a warp at a time.
@@ -1109,17 +1108,14 @@ int int8_warps_per_row(int cols) {
   return w;
 }
 
-// The int8 kernel's launch over targets[0..n) as matvec_launch below; false (nothing queued)
-// where a token's quantized activations do not fit its shared buffer.
-template <GgmlType T, bool kGlu>
-bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
+// The int8 kernel's launch over targets[0..n) as matvec_launch below (of one type, that
+// int8_reads), with the RMSNorm of x by `norm_weight` folded in where it is given.
+template <bool kGlu>
+void int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
                  int n_tokens, bool accumulate, cudaStream_t s,
                  const float* norm_weight = nullptr, float eps = 0.0f) {
-  constexpr int kBlock = m::q8_activation_block(T);
   constexpr int kBlocksWanted = 2048;  // beyond this, a block takes several groups of rows
   const int cols = targets[0].w->cols;
-  const int group = std::min(int8_token_group(cols, kBlock), n_tokens);
-  if (group < 1 || cols % kBlock != 0) return false;
   const int warps_per_row = int8_warps_per_row(cols);
   const int rows_per_block = kMatvecWarps / warps_per_row;
   int one_each = 0;
@@ -1127,10 +1123,27 @@ bool int8_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const 
   const int iters = std::max(1, one_each / kBlocksWanted);
   int blocks = 0;
   const MatvecParts parts = matvec_parts(targets, n, w_up, rows_per_block * iters, blocks);
-  const size_t shared = size_t(group) * size_t(int8_activation_bytes(cols, kBlock));
-  matvec_int8_kernel<T, kGlu><<<blocks, kMatvecWarps * kWarp, shared, s>>>(
-      parts, cols, x, n_tokens, accumulate, warps_per_row, iters, norm_weight, eps);
-  return true;
+  with_type(targets[0].w->type, [&]<GgmlType T>() {
+    constexpr int kBlock = m::q8_activation_block(T);
+    if constexpr (kBlock > 0) {
+      const int group = std::min(int8_token_group(cols, kBlock), n_tokens);
+      const size_t shared = size_t(group) * size_t(int8_activation_bytes(cols, kBlock));
+      matvec_int8_kernel<T, kGlu, kBlock><<<blocks, kMatvecWarps * kWarp, shared, s>>>(
+          parts, cols, x, n_tokens, accumulate, warps_per_row, iters, norm_weight, eps);
+    }
+  });
+}
+
+// Calls launch(first, count) for each run of consecutive targets of one type, kMaxMatvecParts
+// at most: the targets one launch serves.
+template <typename F>
+void each_type_run(const MatvecTarget* targets, int n, F&& launch) {
+  for (int i = 0; i < n;) {
+    int j = i + 1;
+    while (j < n && j - i < kMaxMatvecParts && targets[j].w->type == targets[i].w->type) ++j;
+    launch(targets + i, j - i);
+    i = j;
+  }
 }
 
 }  // namespace
@@ -1149,15 +1162,14 @@ template <bool kGlu>
 void matvec_launch(const MatvecTarget* targets, int n, const uint8_t* w_up, const float* x,
                    int n_tokens, bool accumulate, cudaStream_t s) {
   const DeviceMatrix& first = *targets[0].w;
+  if (int8_reads(first)) {
+    int8_launch<kGlu>(targets, n, w_up, x, n_tokens, accumulate, s);
+    return;
+  }
   const m::MatvecSplit split = m::matvec_split(m::matvec_segments(first.cols), kMatvecWarps);
   int blocks = 0;
   const MatvecParts parts = matvec_parts(targets, n, w_up, split.rows_per_block, blocks);
   with_type(first.type, [&]<GgmlType T>() {
-    if constexpr (m::q8_activation_block(T) > 0) {
-      if (selected_kernel == MatvecKernel::Int8 &&
-          int8_launch<T, kGlu>(targets, n, w_up, x, n_tokens, accumulate, s))
-        return;
-    }
     if constexpr (rows_depth<T, kGlu>() >= 2) {
       if (selected_kernel == MatvecKernel::Rows && n_tokens == 1 && first.cols % m::kChunk == 0) {
         int rows = 0;
@@ -1202,13 +1214,9 @@ bool matvec_shared_input(const MatvecTarget* targets, int n, const float* x, int
                          cudaStream_t s) {
   for (int i = 1; i < n; ++i)
     if (targets[i].w->cols != targets[0].w->cols) return false;
-  // Runs of consecutive matrices of one type, kMaxMatvecParts at most, one launch each.
-  for (int i = 0; i < n;) {
-    int j = i + 1;
-    while (j < n && j - i < kMaxMatvecParts && targets[j].w->type == targets[i].w->type) ++j;
-    matvec_launch<false>(targets + i, j - i, nullptr, x, n_tokens, /*accumulate=*/false, s);
-    i = j;
-  }
+  each_type_run(targets, n, [&](const MatvecTarget* run, int count) {
+    matvec_launch<false>(run, count, nullptr, x, n_tokens, /*accumulate=*/false, s);
+  });
   return true;
 }
 
@@ -1217,16 +1225,10 @@ bool matvec_shared_input_normed(const MatvecTarget* targets, int n, const float*
                                 cudaStream_t s) {
   for (int i = 0; i < n; ++i)
     if (targets[i].w->cols != targets[0].w->cols || !int8_reads(*targets[i].w)) return false;
-  for (int i = 0; i < n;) {
-    int j = i + 1;
-    while (j < n && j - i < kMaxMatvecParts && targets[j].w->type == targets[i].w->type) ++j;
-    with_type(targets[i].w->type, [&]<GgmlType T>() {
-      if constexpr (m::q8_activation_block(T) > 0)
-        int8_launch<T, false>(targets + i, j - i, nullptr, x, n_tokens, /*accumulate=*/false, s,
-                              norm_weight, eps);
-    });
-    i = j;
-  }
+  each_type_run(targets, n, [&](const MatvecTarget* run, int count) {
+    int8_launch<false>(run, count, nullptr, x, n_tokens, /*accumulate=*/false, s, norm_weight,
+                       eps);
+  });
   return true;
 }
 
@@ -1237,11 +1239,7 @@ bool matvec_swiglu_normed(const DeviceMatrix& gate, const DeviceMatrix& up, cons
       gate.row_bytes != up.row_bytes || !int8_reads(gate))
     return false;
   const MatvecTarget target{.w = &gate, .y = y, .bias = nullptr};
-  with_type(gate.type, [&]<GgmlType T>() {
-    if constexpr (m::q8_activation_block(T) > 0)
-      int8_launch<T, true>(&target, 1, up.data, x, n_tokens, /*accumulate=*/false, s,
-                           norm_weight, eps);
-  });
+  int8_launch<true>(&target, 1, up.data, x, n_tokens, /*accumulate=*/false, s, norm_weight, eps);
   return true;
 }
 

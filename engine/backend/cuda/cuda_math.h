@@ -402,25 +402,11 @@ GHOSTLINE_HD void chunk_q6_k(const uint8_t* row, int c, float* w) {
 // split into four parts of 8: part p holds the chunk's values 4p..4p+3 and 16+4p..16+4p+3, which
 // is where the nibble types keep them (byte j: value j low, value j + 16 high).
 
-// Values per activation scale for weights of `type`: 32, 256, or 0 where the int8 kernel does
-// not read the type (floats, and types converted to F16 on upload).
-GHOSTLINE_HD constexpr int q8_activation_block(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::IQ4_NL:
-      return 32;
-    case GgmlType::IQ4_XS:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-      return kQK_K;
-    default:
-      return 0;
-  }
+// Values per activation scale for weights of `type` in the int8 kernel: the CPU backend's block
+// (int8_activation_block, ggml_type.h), 0 for the types converted to F16 on upload. Host code,
+// and device code only where it is a constant (a kernel's template type).
+constexpr int q8_activation_block(GgmlType type) {
+  return type == GgmlType::Q2_K || type == GgmlType::Q3_K ? 0 : int8_activation_block(type);
 }
 
 // Products and sums that nvcc would otherwise fuse into FMAs: quantization must round as the host
