@@ -204,6 +204,44 @@ struct MatvecParts {
   int n;
 };
 
+// The end of a row in the blocks and int8 kernels, called by every thread of the block (it
+// holds a barrier): each warp's sums of n tokens over its lanes, then the row's first warp
+// (`writes`) adds its warps' in part order and lane t writes token t0 + t: swiglu of the two
+// matrices' sums with kGlu, else the sum (added to y with `accumulate`), plus the part's bias where
+// it has one.
+template <bool kGlu, int kMatrices = kGlu ? 2 : 1>
+__device__ __forceinline__ void finish_rows(
+    const float (&sums)[kMatrices][kMaxMatvecTokens],
+    float (&partial)[kMatvecWarps][kMatrices][kMaxMatvecTokens], int n, bool writes,
+    int warps_per_row, const MatvecPart& mp, int row, int t0, bool accumulate) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+#pragma unroll
+  for (int t = 0; t < kMaxMatvecTokens; ++t) {
+    if (t >= n) break;
+#pragma unroll
+    for (int mat = 0; mat < kMatrices; ++mat) {
+      const float s = warp_sum(sums[mat][t]);
+      if (lane == 0) partial[warp][mat][t] = s;
+    }
+  }
+  __syncthreads();
+  if (!writes || lane >= n) return;
+  const int t = lane;
+  float s[kMatrices];
+#pragma unroll
+  for (int mat = 0; mat < kMatrices; ++mat) {
+    s[mat] = partial[warp][mat][t];
+    for (int p = 1; p < warps_per_row; ++p) s[mat] += partial[warp + p][mat][t];
+  }
+  if constexpr (kGlu) {
+    mp.y[size_t(t0 + t) * mp.rows + row] = m::swiglu(s[0], s[kMatrices - 1]);
+  } else {
+    float& out = mp.y[size_t(t0 + t) * mp.rows + row];
+    out = accumulate ? out + s[0] : s[0];
+    if (mp.bias) out += mp.bias[row];
+  }
+}
+
 template <GgmlType T, bool kGlu>
 __global__ void __launch_bounds__(kMatvecWarps* kWarp)
     matvec_kernel(MatvecParts parts, int cols, const float* x, int n_tokens, bool accumulate,
@@ -216,8 +254,6 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   const uint8_t *w = mp.w, *w_up = mp.w_up;
   const size_t row_bytes = mp.row_bytes;
   const int rows = mp.rows;
-  float* y = mp.y;
-  const float* bias = mp.bias;
   constexpr int kSegment = segment_bytes<T>();
   constexpr int kMatrices = kGlu ? 2 : 1;
   __shared__ __align__(16) uint8_t segments[kMatvecWarps][kMatrices][kSegment];
@@ -276,33 +312,8 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
       }
     }
   }
-  // Each warp's sums over its lanes, then the row's first warp adds its warps' in part order:
-  // lane t writes token t.
-#pragma unroll
-  for (int t = 0; t < kMaxMatvecTokens; ++t) {
-    if (t >= n_tokens) break;
-#pragma unroll
-    for (int mat = 0; mat < kMatrices; ++mat) {
-      const float s = warp_sum(sums[mat][t]);
-      if (lane == 0) partial[warp][mat][t] = s;
-    }
-  }
-  __syncthreads();
-  if (!active || part != 0 || lane >= n_tokens) return;
-  const int t = lane;
-  float s[kMatrices];
-#pragma unroll
-  for (int mat = 0; mat < kMatrices; ++mat) {
-    s[mat] = partial[warp][mat][t];
-    for (int p = 1; p < warps_per_row; ++p) s[mat] += partial[warp + p][mat][t];
-  }
-  if constexpr (kGlu) {
-    y[size_t(t) * rows + row] = m::swiglu(s[0], s[kMatrices - 1]);
-  } else {
-    float& out = y[size_t(t) * rows + row];
-    out = accumulate ? out + s[0] : s[0];
-    if (bias) out += bias[row];
-  }
+  finish_rows<kGlu>(sums, partial, n_tokens, active && part == 0, warps_per_row, mp, row, 0,
+                    accumulate);
 }
 
 // The mat-vec of a single token (decode) with the work dealt by rows instead of blocks: warp w of
@@ -485,14 +496,13 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   const int group = min(int8_token_group(cols, kBlock), n_tokens);  // as the launch sized it
   int8_t* xq = reinterpret_cast<int8_t*>(int8_shared);
   float* xd = reinterpret_cast<float*>(int8_shared + size_t(group) * cols);
+  // The warp's rows: row0, then a group of the block's rows further at each of the iters.
+  const int row0 = (b - mp.first_block) * iters * split.rows_per_block + warp / warps_per_row;
   // The first row's words start travelling to L2 while the activations are quantized.
-  {
-    const int r0 = (b - mp.first_block) * iters * split.rows_per_block + warp / warps_per_row;
-    if (r0 < mp.rows && thread_of_row < items)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(mp.w + size_t(r0) * mp.row_bytes +
-                                                     size_t(thread_of_row) * mp.row_bytes /
-                                                         size_t(items)));
-  }
+  if (row0 < mp.rows && thread_of_row < items)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(mp.w + size_t(row0) * mp.row_bytes +
+                                                   size_t(thread_of_row) * mp.row_bytes /
+                                                       size_t(items)));
   for (int t0 = 0; t0 < n_tokens; t0 += group) {
     const int g = min(group, n_tokens - t0);
     __syncthreads();  // the previous group's activations are no longer read
@@ -565,8 +575,7 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
     }
     __syncthreads();
     for (int k = 0; k < iters; ++k) {
-      const int row =
-          ((b - mp.first_block) * iters + k) * split.rows_per_block + warp / warps_per_row;
+      const int row = row0 + k * split.rows_per_block;
       const bool active = row < mp.rows;
       float sums[kMatrices][kMaxMatvecTokens];
 #pragma unroll
@@ -597,34 +606,8 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
           }
         }
       }
-      // Each warp's sums over its lanes, then the row's first warp adds its warps' in part
-      // order: lane t writes token t0 + t.
-#pragma unroll
-      for (int t = 0; t < kMaxMatvecTokens; ++t) {
-        if (t >= g) break;
-#pragma unroll
-        for (int mat = 0; mat < kMatrices; ++mat) {
-          const float s = warp_sum(sums[mat][t]);
-          if (lane == 0) partial[warp][mat][t] = s;
-        }
-      }
-      __syncthreads();
-      if (active && part == 0 && lane < g) {
-        const int t = lane;
-        float s[kMatrices];
-#pragma unroll
-        for (int mat = 0; mat < kMatrices; ++mat) {
-          s[mat] = partial[warp][mat][t];
-          for (int q = 1; q < warps_per_row; ++q) s[mat] += partial[warp + q][mat][t];
-        }
-        if constexpr (kGlu) {
-          mp.y[size_t(t0 + t) * mp.rows + row] = m::swiglu(s[0], s[kMatrices - 1]);
-        } else {
-          float& out = mp.y[size_t(t0 + t) * mp.rows + row];
-          out = accumulate ? out + s[0] : s[0];
-          if (mp.bias) out += mp.bias[row];
-        }
-      }
+      finish_rows<kGlu>(sums, partial, g, active && part == 0, warps_per_row, mp, row, t0,
+                        accumulate);
       __syncthreads();  // `partial` is read before the next rows write it
     }
   }
