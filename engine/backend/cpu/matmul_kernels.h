@@ -123,24 +123,10 @@ struct KernelSet {
 // prefill), and whether its groups have an offset besides (a min, Q4_1's m) that the token's
 // scaled sum takes off; every level with an int8 prefill groups the types the same way.
 constexpr int q8_group(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::IQ4_NL:
-    case GgmlType::IQ4_XS:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-      return 32;
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::Q6_K:
-      return 16;
-    default:
-      return 0;
-  }
+  // The types of integer dot products (int8_activation_block), by the size of their scales'
+  // sub-blocks.
+  if (int8_activation_block(type) == 0) return 0;
+  return type == GgmlType::Q2_K || type == GgmlType::Q3_K || type == GgmlType::Q6_K ? 16 : 32;
 }
 
 constexpr bool q8_has_offset(GgmlType type) {
