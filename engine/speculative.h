@@ -162,8 +162,9 @@ struct Speculation {
 // tried once more, so that a stale estimate recovers. The target runs [last
 // token, d1..dk] in one forward; greedy accepts while its argmax equals d_i and then emits its
 // own token (or the bonus token after all k), sampling uses speculative_accept. k never exceeds
-// the tokens max_tokens still allows, the context, or 7 (batches of up to 8 tokens take the
-// per-token decode kernels, so greedy verification is exactly the plain loop's arithmetic).
+// the tokens max_tokens still allows, the context, or the target's VerifyCost::max_tokens - 1
+// (15 on the CPU, whose batches of up to 16 tokens take the per-token decode kernels, so greedy
+// verification is exactly the plain loop's arithmetic).
 //
 // Stop rules as in the plain loop: stop tokens end generation unreturned; max_tokens is never
 // exceeded; should_stop and on_token run for each emitted token in order (tokens verified after a

@@ -183,7 +183,7 @@ TEST_P(MatmulTest, MatchesReferenceForEveryTokenCount) {
 
     // Each token count, and again as a batch where that changes the path.
     std::vector<std::pair<int64_t, Tokens>> cases;
-    for (int64_t n : {1, 2, 3, 5, 6, 8, 17, 64}) {
+    for (int64_t n : {1, 2, 3, 5, 6, 8, 11, 16, 17, 64}) {
       cases.emplace_back(n, Tokens::kSteps);
       if (n >= kMatmulBatchMinTokens && n <= kMatmulDecodeMaxTokens)
         cases.emplace_back(n, Tokens::kBatch);

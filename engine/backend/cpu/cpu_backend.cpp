@@ -87,7 +87,9 @@ class CpuBackend final : public Backend {
   // for several tokens. Each extra token costs about 0.12 of a step: measured on the shipped
   // pair with 2 threads (BM_SpeculativeForwardCost in tests/engine/speculative_bench.cpp: 8
   // tokens 1.75x one), and on all products of the 0.5B shape for the packed types
-  // (ghostline-matmul-bench --batch: 5 tokens 1.26x one at Q8_0, 1.4-1.5x at 4 and 5 bits).
+  // (ghostline-matmul-bench --batch: 5 tokens 1.26x one at Q8_0, 1.4-1.5x at 4 and 5 bits;
+  // ghostline bench --speculative, a forward of 16 tokens: 2.2x one step at Q8_0, 2.8-2.9x at
+  // Q4_K_M and IQ4_XS).
   VerifyCost verify_cost() const override {
     return {.max_tokens = static_cast<int>(cpu::kMatmulDecodeMaxTokens), .per_token = 0.12};
   }

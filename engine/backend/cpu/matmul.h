@@ -81,8 +81,10 @@ void matmul_packed_row(const WeightMatrix& w, int64_t r, float* out);
 bool matmul_supports(GgmlType type);
 
 // Up to this many tokens a product takes the decode path (integer dot products on quantized
-// activations for quantized weights); beyond it, the tiled prefill path.
-inline constexpr int64_t kMatmulDecodeMaxTokens = 8;
+// activations for quantized weights); beyond it, the tiled prefill path. A speculative
+// verification of up to 15 proposals is computed as single steps: each pass over a group of
+// weight rows serves several tokens, and the passes after the first find the group in cache.
+inline constexpr int64_t kMatmulDecodeMaxTokens = 16;
 
 // Whether the tokens of a product must each come out as they would alone (kSteps: speculative
 // verification compares them with single steps, and the decode kernels guarantee it) or may be
