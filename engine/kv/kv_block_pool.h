@@ -81,11 +81,16 @@ class KvBlockPool {
 
   // Keys / values of `layer` in `block`: kBlockTokens * kv_dim F16 values each, arranged as the
   // backend that writes and reads them chooses (the reference backend: a row of kv_dim per
-  // position; the CPU backend: per KV head, keys transposed and values as rows).
+  // position).
   uint16_t* keys(BlockId id, int layer);
   uint16_t* values(BlockId id, int layer);
   const uint16_t* keys(BlockId id, int layer) const;
   const uint16_t* values(BlockId id, int layer) const;
+  // Keys and values of `layer` in `block` as one run of 2 * kBlockTokens * kv_dim F16 values
+  // (keys() then values()), for a backend that arranges them as a whole (the CPU backend: per
+  // KV head, its keys and then its values).
+  uint16_t* layer_kv(BlockId id, int layer) { return keys(id, layer); }
+  const uint16_t* layer_kv(BlockId id, int layer) const { return keys(id, layer); }
 
   // Sequence helpers. `share` returns a sequence holding the first n_tokens of `seq` with
   // references to the same blocks (the radix cache's handoff); `truncate` drops positions from

@@ -212,27 +212,45 @@ TEST_P(VecOpsTest, Fp16RowsMatchTheScalarConversionsExactly) {
   }
 }
 
-// Attention kAttnKeys keys at a time with a running softmax gives the softmax-weighted values
-// over all keys; what lies past a call's keys (NaN here) is ignored; and each query row gets
-// the same bits whichever rows are computed with it.
+// Attention kAttnKeys keys at a time with a running softmax, the keys and values read as F16
+// from panels scattered in memory, gives the softmax-weighted values over all keys; what lies
+// past a call's keys (NaN here) is ignored; and each query row gets the same bits whichever rows
+// are computed with it.
 TEST_P(VecOpsTest, AttentionByBlocksIsSoftmaxAttentionAndEachRowStandsAlone) {
+  constexpr uint16_t kNan = 0x7e00;
   for (int64_t d : {64, 40, 128})
     for (int64_t n_keys : {1, 16, 37, 64, 150})
       for (int64_t n_q : {1, 7, 9}) {
-        const auto q = random(n_q * d), k = random(n_keys * d, 2.0f), v = random(n_keys * d);
+        const auto q = random(n_q * d);
+        auto k = random(n_keys * d, 2.0f), v = random(n_keys * d);
+        for (std::vector<float>* x : {&k, &v})  // the values the F16 panels hold
+          for (float& e : *x) e = gguf::fp16_to_fp32(gguf::fp32_to_fp16(e));
+        // Each panel of kAttnRows keys in a buffer of its own: keys transposed, then values.
+        const int64_t n_panels = (n_keys + kAttnRows - 1) / kAttnRows;
+        std::vector<std::vector<uint16_t>> panel(static_cast<size_t>(n_panels));
+        for (int64_t b = 0; b < n_panels; ++b) {
+          std::vector<uint16_t>& p = panel[size_t(b)];
+          p.assign(size_t(2 * kAttnRows * d), kNan);
+          for (int64_t r = b * kAttnRows; r < std::min(n_keys, (b + 1) * kAttnRows); ++r)
+            for (int64_t i = 0; i < d; ++i) {
+              p[size_t(i * kAttnRows + r % kAttnRows)] = gguf::fp32_to_fp16(k[r * d + i]);
+              p[size_t((kAttnRows + r % kAttnRows) * d + i)] = gguf::fp32_to_fp16(v[r * d + i]);
+            }
+        }
         const float scale = 1.0f / std::sqrt(float(d));
         // Runs the blocks for rows [g0, g0 + rows) and normalizes.
         auto run = [&](int64_t g0, int64_t rows) {
           std::vector<float> m(rows, -INFINITY), l(rows, 0.0f), out(rows * d, 0.0f);
           for (int64_t b0 = 0; b0 < n_keys; b0 += kAttnKeys) {
             const int64_t keys = std::min(kAttnKeys, n_keys - b0);
-            std::vector<float> kt(d * kAttnKeys, NAN);
-            for (int64_t r = 0; r < keys; ++r)
-              for (int64_t i = 0; i < d; ++i)
-                kt[(r / kAttnRows) * d * kAttnRows + i * kAttnRows + r % kAttnRows] =
-                    k[(b0 + r) * d + i];
-            ops().attn_block(kt.data(), v.data() + b0 * d, keys, d, q.data() + g0 * d, rows,
-                             scale, m.data(), l.data(), out.data());
+            const uint16_t* kt[kAttnKeys / kAttnRows];
+            const uint16_t* vr[kAttnKeys / kAttnRows];
+            for (int64_t b = 0; b * kAttnRows < keys; ++b) {
+              kt[b] = panel[size_t(b0 / kAttnRows + b)].data();
+              vr[b] = kt[b] + kAttnRows * d;
+            }
+            ops().attn_block(kt, vr, keys, d, q.data() + g0 * d, rows, scale, m.data(), l.data(),
+                             out.data());
           }
           for (int64_t g = 0; g < rows; ++g)
             for (int64_t i = 0; i < d; ++i) out[g * d + i] /= l[g];

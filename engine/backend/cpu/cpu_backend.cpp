@@ -263,18 +263,24 @@ class CpuBackend final : public Backend {
     }
   }
 
-  // A layer's keys and values of a pool block, as this backend lays them out: per KV head,
-  // its keys transposed ([dimension][position], the rows attn_block takes once widened) and
-  // its values as rows ([position][dimension]), each one run of kB * head_dim values.
+  // A layer's keys and values of a pool block, as this backend lays them out: per KV head, its
+  // keys transposed ([dimension][position], the panel attn_block_f16 takes) followed by its
+  // values as rows ([position][dimension]), 2 * kB * head_dim values a head. Attention reads a
+  // head's keys and values of a block as one run, from blocks scattered over the pool.
+  uint16_t* head_kv(BlockId id, int layer, int head) const {
+    const size_t head_kv_values = size_t(2 * kB) * size_t(model_.config().head_dim);
+    return kv_.layer_kv(id, layer) + size_t(head) * head_kv_values;
+  }
+
   void store_kv(const ForwardBatch& batch, int layer, int pos, const float* k, const float* v) {
     const BlockId id = batch.blocks[size_t(pos / kB)];
     const int KV = kv_.kv_dim(), d = model_.config().head_dim, r = pos % kB;
     ops_.fp32_to_fp16(k, KV, kv_row_.data());
-    uint16_t* kd = kv_.keys(id, layer);
-    for (int i = 0; i < KV; ++i) kd[size_t(i) * kB + size_t(r)] = kv_row_[size_t(i)];
-    uint16_t* vd = kv_.values(id, layer);
-    for (int h = 0; h < KV / d; ++h)
-      ops_.fp32_to_fp16(v + size_t(h) * d, d, vd + (size_t(h) * kB + size_t(r)) * d);
+    for (int h = 0; h < KV / d; ++h) {
+      uint16_t* kd = head_kv(id, layer, h);
+      for (int i = 0; i < d; ++i) kd[size_t(i) * kB + size_t(r)] = kv_row_[size_t(h * d + i)];
+      ops_.fp32_to_fp16(v + size_t(h) * d, d, kd + (size_t(kB) + size_t(r)) * d);
+    }
   }
 
   // Packs the matrices the active kernel level reads packed (cpu::matmul_pack) into one
@@ -346,21 +352,20 @@ class CpuBackend final : public Backend {
     std::byte* data_ = nullptr;
   };
 
-  // Per-thread attention scratch: a KV head's keys and values of kAttnKeys positions widened,
-  // and the running softmax and outputs of the query rows of a tile (kept here until they are
-  // done: rows of att_ that two threads write share cache lines where a head's row is not a
-  // multiple of them).
+  // Per-thread attention scratch: the running softmax and outputs of the query rows of a tile
+  // (kept here until they are done: rows of att_ that two threads write share cache lines
+  // where a head's row is not a multiple of them).
   struct AttentionScratch {
-    std::vector<float> keys, values;
     std::vector<float> max, sum, out;
   };
   static constexpr int kQueryTile = 16;
 
   // Causal grouped-query attention, kAttnKeys positions at a time with a running softmax
   // (flash attention): nothing per position of the context is kept. A task is one KV head and
-  // a tile of up to 16 query tokens; the head's keys and values are widened from F16 once for
-  // every query of the tile and every query head of the group (n_head / n_head_kv heads share
-  // a KV head, and are consecutive in q_ and att_, d apart). A query's result does not depend
+  // a tile of up to 16 query tokens; attn_block reads the head's keys and values in place as
+  // F16 (widening them to floats first cost a pass that waited on memory), for every query head
+  // of the group at once (n_head / n_head_kv heads share a KV head, and are consecutive in q_
+  // and att_, d apart), and the tile's queries find them in cache. A query's result does not depend
   // on the tile it is in (the stretches of keys start at multiples of kAttnKeys whatever the
   // batch), so batched steps equal single ones.
   void attention(const ForwardBatch& batch, int layer) {
@@ -375,8 +380,6 @@ class CpuBackend final : public Backend {
     const int64_t n_tasks = int64_t(n_tiles) * n_kv;
     compute_.parallel_for_chunks(n_tasks, n_tasks, [&](int64_t begin, int64_t end, int thread) {
       AttentionScratch& s = scratch_[size_t(thread)];
-      s.keys.resize(size_t(cpu::kAttnKeys) * d);
-      s.values.resize(size_t(cpu::kAttnKeys) * d);
       s.max.resize(size_t(kQueryTile) * group);
       s.sum.resize(size_t(kQueryTile) * group);
       s.out.resize(size_t(kQueryTile) * group * d);
@@ -391,36 +394,28 @@ class CpuBackend final : public Backend {
         std::fill(s.max.begin(), s.max.end(), -INFINITY);
         std::fill(s.sum.begin(), s.sum.end(), 0.0f);
         std::fill(s.out.begin(), s.out.end(), 0.0f);
-        auto head_keys = [&](int b0) {
-          return kv_.keys(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * head_block;
-        };
-        auto head_values = [&](int b0) {
-          return kv_.values(batch.blocks[size_t(b0 / kB)], layer) + size_t(kvh) * head_block;
-        };
+        // A stretch's blocks of the head: keys, and the values head_block further.
+        const uint16_t* panels[cpu::kAttnKeys / kB];
+        const uint16_t* value_rows[cpu::kAttnKeys / kB];
+        auto head_run = [&](int b0) { return head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh); };
         for (int c0 = 0; c0 < n_pos_max; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), n_pos_max - c0);
+          // The pool's blocks are scattered, which the hardware prefetchers do not follow: ask
+          // for the head's keys and values of the next stretch while this one is computed.
+          for (int b0 = c0 + int(cpu::kAttnKeys);
+               b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
+            const uint16_t* run = head_run(b0);
+            for (size_t i = 0; i < 2 * head_block; i += 32) __builtin_prefetch(run + i, 0, 3);
+          }
           for (int b0 = c0; b0 < c0 + keys; b0 += kB) {
-            // The pool's blocks are scattered and each holds every layer and head, which the
-            // hardware prefetchers do not follow: ask for the head's keys and values of the
-            // block after next.
-            if (const int ahead = b0 + 2 * kB; ahead < n_pos_max) {
-              const uint16_t* k = head_keys(ahead);
-              const uint16_t* v = head_values(ahead);
-              for (size_t i = 0; i < head_block; i += 32) {
-                __builtin_prefetch(k + i, 0, 3);
-                __builtin_prefetch(v + i, 0, 3);
-              }
-            }
-            const size_t at = size_t(b0 - c0) * d;  // both the keys' panel and the value rows
-            ops_.fp16_to_fp32(head_keys(b0), int64_t(head_block), &s.keys[at]);
-            ops_.fp16_to_fp32(head_values(b0), int64_t(std::min(kB, n_pos_max - b0)) * d,
-                              &s.values[at]);
+            panels[(b0 - c0) / kB] = head_run(b0);
+            value_rows[(b0 - c0) / kB] = head_run(b0) + head_block;
           }
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
             if (visible <= 0) continue;
             const size_t row = size_t(t - t0) * group;
-            ops_.attn_block(s.keys.data(), s.values.data(), visible, d, rows(q_, t), group, scale,
+            ops_.attn_block(panels, value_rows, visible, d, rows(q_, t), group, scale,
                             &s.max[row], &s.sum[row], &s.out[row * d]);
           }
         }

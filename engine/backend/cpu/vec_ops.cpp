@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/gguf/quant.h"
@@ -92,15 +93,19 @@ void gelu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) 
   for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
 }
 
-void attn_block_scalar(const float* kt, const float* v, int64_t keys, int64_t d, const float* q,
-                       int64_t n_q, float scale, float* m, float* l, float* out) {
+void attn_block_scalar(const uint16_t* const* kt, const uint16_t* const* v, int64_t keys,
+                       int64_t d, const float* q, int64_t n_q, float scale, float* m, float* l,
+                       float* out) {
+  auto key = [&](int64_t r, int64_t i) {
+    return gguf::fp16_to_fp32(kt[r / kAttnRows][i * kAttnRows + r % kAttnRows]);
+  };
+  std::vector<float> value(static_cast<size_t>(d));
   float p[kAttnKeys];
   for (int64_t g = 0; g < n_q; ++g) {
     float block_max = -INFINITY;
     for (int64_t r = 0; r < keys; ++r) {
-      const float* k = kt + (r / kAttnRows) * d * kAttnRows + r % kAttnRows;
       float sum = 0.0f;
-      for (int64_t i = 0; i < d; ++i) sum += q[g * d + i] * k[i * kAttnRows];
+      for (int64_t i = 0; i < d; ++i) sum += q[g * d + i] * key(r, i);
       p[r] = sum * scale;
       block_max = std::max(block_max, p[r]);
     }
@@ -114,7 +119,10 @@ void attn_block_scalar(const float* kt, const float* v, int64_t keys, int64_t d,
     l[g] = c * l[g] + sum;
     m[g] = m_new;
     scale_scalar(out + g * d, d, c);
-    for (int64_t r = 0; r < keys; ++r) axpy_scalar(p[r], v + r * d, d, out + g * d);
+    for (int64_t r = 0; r < keys; ++r) {
+      fp16_to_fp32_scalar(v[r / kAttnRows] + (r % kAttnRows) * d, d, value.data());
+      axpy_scalar(p[r], value.data(), d, out + g * d);
+    }
   }
 }
 

@@ -44,18 +44,19 @@ struct VecOps {
   // out[i] = gelu(gate[i]) * up[i] (GeGLU); out may alias gate or up.
   void (*gelu_mul)(const float* gate, const float* up, int64_t n, float* out);
   // Up to kAttnKeys keys of causal attention for the n_q query heads of one token that share a
-  // KV head, with a running softmax: the keys transposed in panels of kAttnRows, key r at
-  // kt[(r / kAttnRows) * d * kAttnRows + i * kAttnRows + r % kAttnRows], and the values as rows,
-  // v[r * d + i], for r < keys (1 ≤ keys ≤ kAttnKeys; the panels holding keys are whole and
-  // readable, what lies past keys is ignored). For each query row g (q and out rows d apart),
-  // with scores s_r = scale * sum_i q[g d + i] * k_r[i] summed over i in order:
+  // KV head, with a running softmax, the keys and values read in place as F16 (the KV pool's
+  // blocks), one pointer per panel of kAttnRows keys: key r of panel b transposed,
+  // kt[b][i * kAttnRows + r % kAttnRows], its values a row, v[b][(r % kAttnRows) * d + i], for
+  // r < keys (1 ≤ keys ≤ kAttnKeys; a panel holding keys is whole and readable, what lies past
+  // keys is ignored). For each query row g (q and out rows d apart), with scores
+  // s_r = scale * sum_i q[g d + i] * k_r[i] summed over i in order:
   //   m' = max(m[g], max_r s_r), c = exp(m[g] - m'), p_r = exp(s_r - m'),
   //   l[g] = c * l[g] + sum_r p_r, out_g = c * out_g + p_0 v_0 + p_1 v_1 + ... (a fused
   //   multiply-add per row r, in turn), m[g] = m'.
   // Start a row with m = -inf, l = 0, out = 0, and divide out by l after its last block. What
   // a row gets does not depend on n_q or on the other rows.
-  void (*attn_block)(const float* kt, const float* v, int64_t keys, int64_t d, const float* q,
-                     int64_t n_q, float scale, float* m, float* l, float* out);
+  void (*attn_block)(const uint16_t* const* kt, const uint16_t* const* v, int64_t keys, int64_t d,
+                     const float* q, int64_t n_q, float scale, float* m, float* l, float* out);
 };
 
 // Keys of one transposed panel for attn_block (the KV pool's tokens per block), and the most
