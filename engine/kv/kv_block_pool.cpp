@@ -24,8 +24,8 @@ KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
   // Lowest ids are handed out first, which keeps a fresh sequence's blocks contiguous.
   for (size_t i = n_blocks; i-- > 0;) free_.push_back(static_cast<BlockId>(i));
   // The arena is mapped, not filled: pages become resident as blocks are first written, and
-  // fresh ones read as zeros. Attention reads one layer's rows of every block of a sequence,
-  // a few KiB each scattered over the arena: in 2 MiB pages (transparent huge pages, where the
+  // fresh ones read as zeros. Attention reads one layer of every block of a sequence, runs of
+  // a few KiB apart where blocks were reused: in 2 MiB pages (transparent huge pages, where the
   // kernel allows them) they take a few TLB entries instead of one per block and layer.
   constexpr size_t kHugePage = size_t{2} << 20;
   const size_t arena_bytes = n_blocks * block_bytes();
@@ -84,14 +84,15 @@ int KvBlockPool::refcount(BlockId id) const {
   return refcount_[id];
 }
 
-uint16_t* KvBlockPool::block_base(BlockId id) {
-  check(id);
-  return arena_ + static_cast<size_t>(id) * (block_bytes() / sizeof(uint16_t));
-}
-
-// Within a block: layer-major, keys then values, each kBlockTokens * kv_dim values.
+// Layer-major: layer l of every block, then layer l + 1; within a layer's part of a block, keys
+// then values, each kBlockTokens * kv_dim values. A fresh sequence's blocks are consecutive,
+// so attention's reads of one layer over them run on through memory, which the hardware
+// prefetchers follow.
 uint16_t* KvBlockPool::keys(BlockId id, int layer) {
-  return block_base(id) + static_cast<size_t>(layer) * 2 * kBlockTokens * kv_dim_;
+  check(id);
+  const size_t layer_values = static_cast<size_t>(2 * kBlockTokens) * kv_dim_;
+  return arena_ + (static_cast<size_t>(layer) * refcount_.size() + static_cast<size_t>(id)) *
+                      layer_values;
 }
 uint16_t* KvBlockPool::values(BlockId id, int layer) {
   return keys(id, layer) + static_cast<size_t>(kBlockTokens) * kv_dim_;
@@ -142,7 +143,8 @@ void KvBlockPool::prepare_append(KvSequence& seq, int n_new_tokens) {
     BlockId& last = seq.blocks[static_cast<size_t>(seq.n_tokens / kBlockTokens)];
     if (refcount(last) > 1) {
       BlockId copy = allocate();
-      std::memcpy(block_base(copy), block_base(last), block_bytes());
+      for (int l = 0; l < n_layer_; ++l)
+        std::memcpy(keys(copy, l), keys(last, l), block_bytes() / static_cast<size_t>(n_layer_));
       if (copy_) copy_(last, copy);
       release(last);
       last = copy;

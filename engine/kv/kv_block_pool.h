@@ -106,7 +106,6 @@ class KvBlockPool {
 
  private:
   void check(BlockId id) const;
-  uint16_t* block_base(BlockId id);
 
   int n_layer_;
   int kv_dim_;
