@@ -90,9 +90,8 @@ int KvBlockPool::refcount(BlockId id) const {
 // prefetchers follow.
 uint16_t* KvBlockPool::keys(BlockId id, int layer) {
   check(id);
-  const size_t layer_values = static_cast<size_t>(2 * kBlockTokens) * kv_dim_;
   return arena_ + (static_cast<size_t>(layer) * refcount_.size() + static_cast<size_t>(id)) *
-                      layer_values;
+                      layer_values();
 }
 uint16_t* KvBlockPool::values(BlockId id, int layer) {
   return keys(id, layer) + static_cast<size_t>(kBlockTokens) * kv_dim_;
@@ -144,7 +143,7 @@ void KvBlockPool::prepare_append(KvSequence& seq, int n_new_tokens) {
     if (refcount(last) > 1) {
       BlockId copy = allocate();
       for (int l = 0; l < n_layer_; ++l)
-        std::memcpy(keys(copy, l), keys(last, l), block_bytes() / static_cast<size_t>(n_layer_));
+        std::memcpy(keys(copy, l), keys(last, l), layer_values() * sizeof(uint16_t));
       if (copy_) copy_(last, copy);
       release(last);
       last = copy;

@@ -106,6 +106,8 @@ class KvBlockPool {
 
  private:
   void check(BlockId id) const;
+  // Values of one layer of one block: its keys and then its values.
+  size_t layer_values() const { return static_cast<size_t>(2 * kBlockTokens) * kv_dim_; }
 
   int n_layer_;
   int kv_dim_;

@@ -264,7 +264,7 @@ class CpuBackend final : public Backend {
   }
 
   // A layer's keys and values of a pool block, as this backend lays them out: per KV head, its
-  // keys transposed ([dimension][position], the panel attn_block_f16 takes) followed by its
+  // keys transposed ([dimension][position], the panel attn_block takes) followed by its
   // values as rows ([position][dimension]), 2 * kB * head_dim values a head. Attention reads a
   // head's keys and values of a block as one run, from blocks scattered over the pool.
   uint16_t* head_kv(BlockId id, int layer, int head) const {
@@ -408,8 +408,9 @@ class CpuBackend final : public Backend {
             for (size_t i = 0; i < 2 * head_block; i += 32) __builtin_prefetch(run + i, 0, 3);
           }
           for (int b0 = c0; b0 < c0 + keys; b0 += kB) {
-            panels[(b0 - c0) / kB] = head_run(b0);
-            value_rows[(b0 - c0) / kB] = head_run(b0) + head_block;
+            const uint16_t* run = head_run(b0);
+            panels[(b0 - c0) / kB] = run;
+            value_rows[(b0 - c0) / kB] = run + head_block;
           }
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(keys, batch.start_pos + t + 1 - c0);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/gguf/quant.h"
@@ -99,7 +98,6 @@ void attn_block_scalar(const uint16_t* const* kt, const uint16_t* const* v, int6
   auto key = [&](int64_t r, int64_t i) {
     return gguf::fp16_to_fp32(kt[r / kAttnRows][i * kAttnRows + r % kAttnRows]);
   };
-  std::vector<float> value(static_cast<size_t>(d));
   float p[kAttnKeys];
   for (int64_t g = 0; g < n_q; ++g) {
     float block_max = -INFINITY;
@@ -120,8 +118,8 @@ void attn_block_scalar(const uint16_t* const* kt, const uint16_t* const* v, int6
     m[g] = m_new;
     scale_scalar(out + g * d, d, c);
     for (int64_t r = 0; r < keys; ++r) {
-      fp16_to_fp32_scalar(v[r / kAttnRows] + (r % kAttnRows) * d, d, value.data());
-      axpy_scalar(p[r], value.data(), d, out + g * d);
+      const uint16_t* value = v[r / kAttnRows] + (r % kAttnRows) * d;
+      for (int64_t i = 0; i < d; ++i) out[g * d + i] += p[r] * gguf::fp16_to_fp32(value[i]);
     }
   }
 }
