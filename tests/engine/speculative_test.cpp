@@ -206,6 +206,56 @@ TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
   for (const auto& f : odd_arch_files) std::filesystem::remove(f);
 }
 
+// Decode steps and verification batches attend to the context in fixed parts that are
+// combined afterwards: across several parts, a batch still equals its single steps bit for bit,
+// and the combined attention is the reference's softmax attention.
+TEST(SpeculativeBatchTest, BatchesEqualStepsWhereAttentionSplitsTheContext) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ghostline-spec-long-" + std::to_string(::getpid()) + ".gguf");
+  write_random_model(path, {.arch = "llama",
+                            .n_vocab = 600,
+                            .n_embd = 64,
+                            .n_layer = 2,
+                            .n_head = 4,
+                            .n_head_kv = 2,
+                            .n_ff = 96,
+                            .n_ctx = 1024,
+                            .type = GgmlType::F16});
+  Engine e(path.c_str(), BackendKind::Cpu);
+  Engine ref(path.c_str(), BackendKind::Reference);
+  const int n = int(cpu::kMatmulDecodeMaxTokens);
+  // 16 tokens from position 500 cross a part boundary (parts are a multiple of 64 keys).
+  std::vector<int32_t> ids(516);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919 + 13) % 590 + 5);
+  const auto head = std::span(ids).first(ids.size() - size_t(n));
+  const auto tail = std::span(ids).last(size_t(n));
+  KvSequence batched, stepped, reference;
+  ASSERT_TRUE(e.gen->forward(batched, head, LogitsRequest::none()));
+  ASSERT_TRUE(e.gen->forward(stepped, head, LogitsRequest::none()));
+  ASSERT_TRUE(ref.gen->forward(reference, head, LogitsRequest::none()));
+  ASSERT_TRUE(e.gen->forward(batched, tail, LogitsRequest::last_n_of(n)));
+  std::vector<std::vector<float>> all;
+  for (int i = 0; i < n; ++i) all.emplace_back(e.gen->logits(i).begin(), e.gen->logits(i).end());
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(e.gen->forward(stepped, tail.subspan(size_t(i), 1)));
+    ASSERT_TRUE(ref.gen->forward(reference, tail.subspan(size_t(i), 1)));
+    const auto one = e.gen->logits(0);
+    EXPECT_EQ(std::memcmp(one.data(), all[size_t(i)].data(), one.size_bytes()), 0)
+        << "position " << head.size() + size_t(i);
+    const auto r = ref.gen->logits(0);
+    double max_diff = 0, max_abs = 0;
+    for (size_t j = 0; j < r.size(); ++j) {
+      max_diff = std::max(max_diff, double(std::abs(one[j] - r[j])));
+      max_abs = std::max(max_abs, double(std::abs(r[j])));
+    }
+    EXPECT_LE(max_diff, 1e-3 * max_abs) << "position " << head.size() + size_t(i);
+  }
+  e.pool->release(batched);
+  e.pool->release(stepped);
+  ref.pool->release(reference);
+  std::filesystem::remove(path);
+}
+
 TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
   const auto prompts = code_prompts(target_->model->tokenizer(), 4, 200);
   ASSERT_GE(prompts.size(), 30u);

@@ -359,16 +359,39 @@ class CpuBackend final : public Backend {
     std::vector<float> max, sum, out;
   };
   static constexpr int kQueryTile = 16;
+  // The keys of one part of the context in split attention: a multiple of kAttnKeys, so a
+  // part is whole stretches.
+  static constexpr int kSplitKeys = 4 * int(cpu::kAttnKeys);
+  static_assert(cpu::kMatmulDecodeMaxTokens <= kQueryTile,
+                "a verification batch is attended like single steps (attention_split)");
 
   // Causal grouped-query attention, kAttnKeys positions at a time with a running softmax
-  // (flash attention): nothing per position of the context is kept. A task is one KV head and
-  // a tile of up to 16 query tokens; attn_block reads the head's keys and values in place as
-  // F16 (widening them to floats first cost a pass that waited on memory), for every query head
-  // of the group at once (n_head / n_head_kv heads share a KV head, and are consecutive in q_
-  // and att_, d apart), and the tile's queries find them in cache. A query's result does not depend
-  // on the tile it is in (the stretches of keys start at multiples of kAttnKeys whatever the
-  // batch), so batched steps equal single ones.
+  // (flash attention): nothing per position of the context is kept. attn_block reads a KV
+  // head's keys and values in place as F16 (widening them to floats first cost a pass that
+  // waited on memory), for every query head of the group at once (n_head / n_head_kv heads
+  // share a KV head, and are consecutive in q_ and att_, d apart). A query's result depends
+  // only on its own position, never on the batch it is in, so a verification batch of up to
+  // kQueryTile tokens equals as many single steps bit for bit.
   void attention(const ForwardBatch& batch, int layer) {
+    if (batch.tokens.size() <= size_t(kQueryTile)) return attention_split(batch, layer);
+    attention_tiles(batch, layer);
+  }
+
+  // The positions of a stretch's blocks of KV head kvh: keys, and the values head_block
+  // further.
+  void stretch_runs(const ForwardBatch& batch, int layer, int kvh, int c0, int keys,
+                    const uint16_t** panels, const uint16_t** value_rows) const {
+    const size_t head_block = size_t(kB) * size_t(model_.config().head_dim);
+    for (int b0 = c0; b0 < c0 + keys; b0 += kB) {
+      const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
+      panels[(b0 - c0) / kB] = run;
+      value_rows[(b0 - c0) / kB] = run + head_block;
+    }
+  }
+
+  // A batch of more than a tile (a prompt): one task per KV head and tile of up to 16 query
+  // tokens, which runs over the whole context; the tile's queries find each block in cache.
+  void attention_tiles(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
     const int d = c.head_dim, group = c.n_head / c.n_head_kv, n_kv = c.n_head_kv;
@@ -394,24 +417,18 @@ class CpuBackend final : public Backend {
         std::fill(s.max.begin(), s.max.end(), -INFINITY);
         std::fill(s.sum.begin(), s.sum.end(), 0.0f);
         std::fill(s.out.begin(), s.out.end(), 0.0f);
-        // A stretch's blocks of the head: keys, and the values head_block further.
         const uint16_t* panels[cpu::kAttnKeys / kB];
         const uint16_t* value_rows[cpu::kAttnKeys / kB];
-        auto head_run = [&](int b0) { return head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh); };
         for (int c0 = 0; c0 < n_pos_max; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), n_pos_max - c0);
           // The pool's blocks are scattered, which the hardware prefetchers do not follow: ask
           // for the head's keys and values of the next stretch while this one is computed.
           for (int b0 = c0 + int(cpu::kAttnKeys);
                b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
-            const uint16_t* run = head_run(b0);
+            const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
             for (size_t i = 0; i < 2 * head_block; i += 32) __builtin_prefetch(run + i, 0, 3);
           }
-          for (int b0 = c0; b0 < c0 + keys; b0 += kB) {
-            const uint16_t* run = head_run(b0);
-            panels[(b0 - c0) / kB] = run;
-            value_rows[(b0 - c0) / kB] = run + head_block;
-          }
+          stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
             if (visible <= 0) continue;
@@ -431,6 +448,85 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // A decode step or a verification batch (one tile): the context is cut into parts of
+  // kSplitKeys positions, fixed whatever the batch and the threads, and a task is one part for
+  // all the KV heads (flash-decoding). Threads take the parts in runs (parallel_for_balanced),
+  // so each reads one stretch of the pool, which for a sequence's consecutive blocks is one
+  // stream of memory, and the work spreads over as many threads as the context has parts
+  // rather than one per KV head. Each part leaves every query row's running softmax (max, sum,
+  // unnormalized output); the parts are then combined in their order.
+  void attention_split(const ForwardBatch& batch, int layer) {
+    const ModelConfig& c = model_.config();
+    const int n = static_cast<int>(batch.tokens.size());
+    const int d = c.head_dim, H = c.n_head, group = H / c.n_head_kv, n_kv = c.n_head_kv;
+    const float scale = 1.0f / std::sqrt(float(d));
+    const int n_pos_max = batch.start_pos + n;  // positions the last query sees
+    const int n_parts = (n_pos_max + kSplitKeys - 1) / kSplitKeys;
+    const size_t rows = size_t(n) * size_t(H);  // of a part: token t's head h is row t H + h
+    if (part_out_.size() < size_t(n_parts) * rows * size_t(d)) {
+      part_max_.resize(size_t(n_parts) * rows);
+      part_sum_.resize(size_t(n_parts) * rows);
+      part_out_.resize(size_t(n_parts) * rows * size_t(d));
+    }
+    const size_t kv_block = size_t(2 * kB) * size_t(kv_.kv_dim());  // a layer's K and V of a block
+    compute_.parallel_for_balanced(n_parts, [&](int64_t p0, int64_t p1, int) {
+      const uint16_t* panels[cpu::kAttnKeys / kB];
+      const uint16_t* value_rows[cpu::kAttnKeys / kB];
+      for (int64_t part = p0; part < p1; ++part) {
+        float* m = &part_max_[size_t(part) * rows];
+        float* l = &part_sum_[size_t(part) * rows];
+        float* out = &part_out_[size_t(part) * rows * size_t(d)];
+        std::fill_n(m, rows, -INFINITY);
+        std::fill_n(l, rows, 0.0f);
+        std::fill_n(out, rows * size_t(d), 0.0f);
+        const int k0 = int(part) * kSplitKeys, k1 = std::min(n_pos_max, k0 + kSplitKeys);
+        for (int c0 = k0; c0 < k1; c0 += int(cpu::kAttnKeys)) {
+          const int keys = std::min(int(cpu::kAttnKeys), k1 - c0);
+          // Ask for the next stretch's blocks, every head's keys and values (into the next
+          // part, which is most often this thread's too), while this one is computed.
+          for (int b0 = c0 + int(cpu::kAttnKeys);
+               b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
+            const uint16_t* run = kv_.layer_kv(batch.blocks[size_t(b0 / kB)], layer);
+            for (size_t i = 0; i < kv_block; i += 32) __builtin_prefetch(run + i, 0, 3);
+          }
+          for (int kvh = 0; kvh < n_kv; ++kvh) {
+            stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
+            for (int t = 0; t < n; ++t) {
+              const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
+              if (visible <= 0) continue;
+              const size_t row = size_t(t) * H + size_t(kvh) * group;
+              ops_.attn_block(panels, value_rows, visible, d, &q_[row * d], group, scale, &m[row],
+                              &l[row], &out[row * d]);
+            }
+          }
+        }
+      }
+    });
+    // Each row's parts in order: out = sum_p exp(m_p - M) out_p / sum_p exp(m_p - M) l_p, over
+    // the parts the row sees (its first always). With one part this is out / l, as unsplit.
+    auto combine = [&](int64_t r0, int64_t r1, int) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float top = -INFINITY;
+        for (int p = 0; p < n_parts; ++p) top = std::max(top, part_max_[size_t(p) * rows + r]);
+        float* o = &att_[size_t(r) * d];
+        std::fill_n(o, d, 0.0f);
+        float sum = 0.0f;
+        for (int p = 0; p < n_parts; ++p) {
+          const size_t pr = size_t(p) * rows + size_t(r);
+          if (part_max_[pr] == -INFINITY) continue;  // keys the row does not see
+          const float w = std::exp(part_max_[pr] - top);
+          sum += w * part_sum_[pr];
+          ops_.axpy(w, &part_out_[pr * d], d, o);
+        }
+        ops_.scale(o, d, 1.0f / sum);
+      }
+    };
+    if (n == 1)
+      combine(0, int64_t(rows), 0);
+    else
+      compute_.parallel_for(int64_t(rows), combine);
+  }
+
   const Model& model_;
   KvBlockPool& kv_;
   int threads_;
@@ -443,6 +539,7 @@ class CpuBackend final : public Backend {
   std::vector<double> inv_freq_;
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, rope_cos_, rope_sin_;
   std::vector<AttentionScratch> scratch_;
+  std::vector<float> part_max_, part_sum_, part_out_;  // attention_split's parts
   std::vector<float> greedy_logits_;  // forward_greedy's logits
   std::vector<uint16_t> kv_row_;  // a token's keys as F16, before they are stored transposed
 };
