@@ -219,13 +219,14 @@ TEST(SpeculativeBatchTest, BatchesEqualStepsWhereAttentionSplitsTheContext) {
                             .n_head = 4,
                             .n_head_kv = 2,
                             .n_ff = 96,
-                            .n_ctx = 1024,
+                            .n_ctx = 2048,
                             .type = GgmlType::F16});
   Engine e(path.c_str(), BackendKind::Cpu);
   Engine ref(path.c_str(), BackendKind::Reference);
   const int n = int(cpu::kMatmulDecodeMaxTokens);
-  // 16 tokens from position 500 cross a part boundary (parts are a multiple of 64 keys).
-  std::vector<int32_t> ids(516);
+  // 16 tokens from position 1785 cross a part boundary (parts are a multiple of 64 keys) and,
+  // with 2 threads, the length from which a task takes every KV head of its part.
+  std::vector<int32_t> ids(1801);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919 + 13) % 590 + 5);
   const auto head = std::span(ids).first(ids.size() - size_t(n));
   const auto tail = std::span(ids).last(size_t(n));

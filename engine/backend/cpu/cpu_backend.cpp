@@ -449,12 +449,15 @@ class CpuBackend final : public Backend {
   }
 
   // A decode step or a verification batch (one tile): the context is cut into parts of
-  // kSplitKeys positions, fixed whatever the batch and the threads, and a task is one part for
-  // all the KV heads (flash-decoding). Threads take the parts in runs (parallel_for_balanced),
-  // so each reads one stretch of the pool, which for a sequence's consecutive blocks is one
-  // stream of memory, and the work spreads over as many threads as the context has parts
-  // rather than one per KV head. Each part leaves every query row's running softmax (max, sum,
-  // unnormalized output); the parts are then combined in their order.
+  // kSplitKeys positions, fixed whatever the batch and the threads (flash-decoding), and each
+  // part of each KV head leaves its query rows' running softmax (max, sum, unnormalized
+  // output); the parts are then combined in their order. A task is a part for every KV head,
+  // a stretch of keys at a time for one head after the other: threads take tasks in runs
+  // (parallel_for_balanced), so each reads one stretch of the pool, which for a sequence's
+  // consecutive blocks is one stream of memory, and the work spreads over as many threads as
+  // the context has parts rather than one per KV head. Where the parts are too few for the
+  // threads to share evenly, a task is a part for one KV head, in the order head by head (a
+  // run is then parts of one head). Either way every row gets the same bits.
   void attention_split(const ForwardBatch& batch, int layer) {
     const ModelConfig& c = model_.config();
     const int n = static_cast<int>(batch.tokens.size());
@@ -468,28 +471,39 @@ class CpuBackend final : public Backend {
       part_sum_.resize(size_t(n_parts) * rows);
       part_out_.resize(size_t(n_parts) * rows * size_t(d));
     }
-    const size_t kv_block = size_t(2 * kB) * size_t(kv_.kv_dim());  // a layer's K and V of a block
-    compute_.parallel_for_balanced(n_parts, [&](int64_t p0, int64_t p1, int) {
+    const int task_heads = n_parts >= 4 * compute_.size() ? n_kv : 1;
+    const int tasks_per_part = n_kv / task_heads;
+    const size_t head_block = size_t(kB) * size_t(d);  // one head's keys (or values) of a block
+    const int64_t n_tasks = int64_t(n_parts) * tasks_per_part;
+    auto run = [&](int64_t i0, int64_t i1, int) {
       const uint16_t* panels[cpu::kAttnKeys / kB];
       const uint16_t* value_rows[cpu::kAttnKeys / kB];
-      for (int64_t part = p0; part < p1; ++part) {
+      for (int64_t task = i0; task < i1; ++task) {
+        const int part = int(task % n_parts);
+        const int h0 = int(task / n_parts) * task_heads, h1 = h0 + task_heads;
         float* m = &part_max_[size_t(part) * rows];
         float* l = &part_sum_[size_t(part) * rows];
         float* out = &part_out_[size_t(part) * rows * size_t(d)];
-        std::fill_n(m, rows, -INFINITY);
-        std::fill_n(l, rows, 0.0f);
-        std::fill_n(out, rows * size_t(d), 0.0f);
-        const int k0 = int(part) * kSplitKeys, k1 = std::min(n_pos_max, k0 + kSplitKeys);
+        for (int t = 0; t < n; ++t) {
+          const size_t row = size_t(t) * H + size_t(h0) * group;
+          const size_t n_rows = size_t(task_heads) * group;
+          std::fill_n(&m[row], n_rows, -INFINITY);
+          std::fill_n(&l[row], n_rows, 0.0f);
+          std::fill_n(&out[row * d], n_rows * d, 0.0f);
+        }
+        const int k0 = part * kSplitKeys, k1 = std::min(n_pos_max, k0 + kSplitKeys);
         for (int c0 = k0; c0 < k1; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), k1 - c0);
-          // Ask for the next stretch's blocks, every head's keys and values (into the next
-          // part, which is most often this thread's too), while this one is computed.
+          // The hardware prefetchers do not keep up with the blocks: ask for the task's heads'
+          // keys and values of the next stretch (into the next part, most often this thread's
+          // too) while this one is computed. A block's heads are consecutive.
           for (int b0 = c0 + int(cpu::kAttnKeys);
                b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
-            const uint16_t* run = kv_.layer_kv(batch.blocks[size_t(b0 / kB)], layer);
-            for (size_t i = 0; i < kv_block; i += 32) __builtin_prefetch(run + i, 0, 3);
+            const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, h0);
+            for (size_t i = 0; i < size_t(task_heads) * 2 * head_block; i += 32)
+              __builtin_prefetch(run + i, 0, 3);
           }
-          for (int kvh = 0; kvh < n_kv; ++kvh) {
+          for (int kvh = h0; kvh < h1; ++kvh) {
             stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
             for (int t = 0; t < n; ++t) {
               const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
@@ -500,10 +514,22 @@ class CpuBackend final : public Backend {
             }
           }
         }
+        if (n_parts > 1) continue;
+        for (int t = 0; t < n; ++t)  // the whole context: out / l, nothing to combine
+          for (int g = 0; g < task_heads * group; ++g) {
+            const size_t row = size_t(t) * H + size_t(h0) * group + size_t(g);
+            std::copy_n(&out[row * d], d, &att_[row * d]);
+            ops_.scale(&att_[row * d], d, 1.0f / l[row]);
+          }
       }
-    });
+    };
+    if (n_tasks <= compute_.size())
+      compute_.parallel_for_chunks(n_tasks, n_tasks, run);  // a task each: cheaper to share out
+    else
+      compute_.parallel_for_balanced(n_tasks, run);
+    if (n_parts == 1) return;
     // Each row's parts in order: out = sum_p exp(m_p - M) out_p / sum_p exp(m_p - M) l_p, over
-    // the parts the row sees (its first always). With one part this is out / l, as unsplit.
+    // the parts the row sees (its first always); with one part, out / l as above.
     auto combine = [&](int64_t r0, int64_t r1, int) {
       for (int64_t r = r0; r < r1; ++r) {
         float top = -INFINITY;
