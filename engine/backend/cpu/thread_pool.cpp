@@ -85,25 +85,29 @@ std::pair<int64_t, int64_t> ThreadPool::partition(int64_t n, int64_t parts, int6
 }
 
 void ThreadPool::work_on(uint32_t generation, int thread) {
+  int64_t done = 0;  // ranges this thread ran, counted once it stops (the job stays open till then)
   uint64_t claim = claim_.load(std::memory_order_acquire);
   for (;;) {
-    if ((claim >> kGenerationShift) != (generation & kGenerationMask)) return;  // job is over
+    if ((claim >> kGenerationShift) != (generation & kGenerationMask)) break;  // job is over
     const auto chunks = static_cast<int64_t>((claim >> kRangeBits) & kRangeMask);
     const auto next = static_cast<int64_t>(claim & kRangeMask);
     if (chunks == 0) return work_on_shares(thread);  // a balanced job
-    if (next >= chunks) return;
+    if (next >= chunks) break;
     if (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
                                       std::memory_order_acquire))
       continue;  // `claim` now holds the current word
     // The range is ours: the caller waits for it, so the job fields are valid.
     const auto [begin, end] = partition(job_n_, chunks, next);
-    run_range(begin, end, thread, 1);
+    run_range(begin, end, thread);
+    ++done;
     claim = claim_.load(std::memory_order_acquire);
   }
+  count_done(done, thread);
 }
 
 void ThreadPool::work_on_shares(int thread) {
   const auto threads = static_cast<int>(shares_.size());
+  int64_t done = 0;  // items this thread ran, counted once it stops
   for (int k = 0; k < threads; ++k) {
     const bool own = k == 0;
     std::atomic<uint64_t>& share = shares_[static_cast<size_t>((thread + k) % threads)].range;
@@ -120,23 +124,28 @@ void ThreadPool::work_on_shares(int thread) {
         continue;  // `word` now holds the current value
       // The items are ours: the caller waits for them, so the job fields are valid.
       if (own)
-        run_range(next, next + take, thread, take);
+        run_range(next, next + take, thread);
       else
-        run_range(end - take, end, thread, take);
+        run_range(end - take, end, thread);
+      done += take;
       word = share.load(std::memory_order_acquire);
     }
   }
+  count_done(done, thread);
 }
 
-void ThreadPool::run_range(int64_t begin, int64_t end, int thread, int64_t units) {
-  const int64_t total = job_units_;  // read while the job cannot be over
-  if (begin < end) {
-    try {
-      job_call_(job_ctx_, begin, end, thread);
-    } catch (...) {
-      if (!errors_[thread]) errors_[thread] = std::current_exception();
-    }
+void ThreadPool::run_range(int64_t begin, int64_t end, int thread) {
+  if (begin >= end) return;
+  try {
+    job_call_(job_ctx_, begin, end, thread);
+  } catch (...) {
+    if (!errors_[thread]) errors_[thread] = std::current_exception();
   }
+}
+
+void ThreadPool::count_done(int64_t units, int thread) {
+  if (units == 0) return;  // the job may be over: its fields are not ours to read
+  const int64_t total = job_units_;  // read while the job cannot be over
   if (done_.fetch_add(units, std::memory_order_seq_cst) + units == total && thread != 0 &&
       caller_sleeping_.load(std::memory_order_seq_cst))
     done_.notify_all();

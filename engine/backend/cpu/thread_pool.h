@@ -101,8 +101,12 @@ class ThreadPool {
   void work_on(uint32_t generation, int thread);
   // The part of work_on for balanced jobs: the thread's own share, then the others'.
   void work_on_shares(int thread);
-  // Runs [begin, end) of the job and counts it done.
-  void run_range(int64_t begin, int64_t end, int thread, int64_t units);
+  // Runs [begin, end) of the job, keeping an exception for the caller.
+  void run_range(int64_t begin, int64_t end, int thread);
+  // Counts `units` of the job done: once per thread and job, when it finds nothing more to
+  // claim, so that the shared counter's cache line moves between cores once per thread rather
+  // than once per piece (a job cannot end while a thread holds units it has not counted).
+  void count_done(int64_t units, int thread);
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
