@@ -207,8 +207,8 @@ TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
 }
 
 // Decode steps and verification batches attend to the context in fixed parts that are
-// combined afterwards: across several parts, a batch still equals its single steps bit for bit,
-// and the combined attention is the reference's softmax attention.
+// combined afterwards: across several parts, a batch still equals its single steps bit for bit
+// whatever the threads, and the combined attention is the reference's softmax attention.
 TEST(SpeculativeBatchTest, BatchesEqualStepsWhereAttentionSplitsTheContext) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("ghostline-spec-long-" + std::to_string(::getpid()) + ".gguf");
@@ -250,6 +250,19 @@ TEST(SpeculativeBatchTest, BatchesEqualStepsWhereAttentionSplitsTheContext) {
       max_abs = std::max(max_abs, double(std::abs(r[j])));
     }
     EXPECT_LE(max_diff, 1e-3 * max_abs) << "position " << head.size() + size_t(i);
+  }
+  // Nor does what a row gets depend on the threads, which change how the parts are shared.
+  for (int threads : {1, 3}) {
+    Engine other(path.c_str(), BackendKind::Cpu, 32, threads);
+    KvSequence seq;
+    ASSERT_TRUE(other.gen->forward(seq, head, LogitsRequest::none()));
+    ASSERT_TRUE(other.gen->forward(seq, tail, LogitsRequest::last_n_of(n)));
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(std::memcmp(other.gen->logits(i).data(), all[size_t(i)].data(),
+                            all[size_t(i)].size() * sizeof(float)),
+                0)
+          << threads << " threads, position " << head.size() + size_t(i);
+    other.pool->release(seq);
   }
   e.pool->release(batched);
   e.pool->release(stepped);
