@@ -389,6 +389,26 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // The pool's blocks are scattered, which the hardware prefetchers do not follow: asks for
+  // KV heads [h0, h0 + heads)' keys and values of the stretch after the one at c0 (a block's
+  // heads are consecutive), to be read while that one is computed.
+  void prefetch_next_stretch(const ForwardBatch& batch, int layer, int h0, int heads, int c0,
+                             int n_pos_max) const {
+    const size_t values = size_t(heads) * 2 * size_t(kB) * size_t(model_.config().head_dim);
+    for (int b0 = c0 + int(cpu::kAttnKeys);
+         b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
+      const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, h0);
+      for (size_t i = 0; i < values; i += 32) __builtin_prefetch(run + i, 0, 3);
+    }
+  }
+
+  // A query row's attention output from its running softmax: out / sum, into dst.
+  void normalize_row(const float* out, float sum, float* dst) const {
+    const int d = model_.config().head_dim;
+    std::copy_n(out, d, dst);
+    ops_.scale(dst, d, 1.0f / sum);
+  }
+
   // A batch of more than a tile (a prompt): one task per KV head and tile of up to 16 query
   // tokens, which runs over the whole context; the tile's queries find each block in cache.
   void attention_tiles(const ForwardBatch& batch, int layer) {
@@ -397,7 +417,6 @@ class CpuBackend final : public Backend {
     const int d = c.head_dim, group = c.n_head / c.n_head_kv, n_kv = c.n_head_kv;
     const int n_tiles = (n + kQueryTile - 1) / kQueryTile;
     const float scale = 1.0f / std::sqrt(float(d));
-    const size_t head_block = size_t(kB) * d;  // one head's keys (or values) of a block
     // One task per claim: tiles differ in size (a batch of 24 tokens is a tile of 16 and one of
     // 8), and the full ones come first, so threads taking tasks as they finish stay balanced.
     const int64_t n_tasks = int64_t(n_tiles) * n_kv;
@@ -421,13 +440,7 @@ class CpuBackend final : public Backend {
         const uint16_t* value_rows[cpu::kAttnKeys / kB];
         for (int c0 = 0; c0 < n_pos_max; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), n_pos_max - c0);
-          // The pool's blocks are scattered, which the hardware prefetchers do not follow: ask
-          // for the head's keys and values of the next stretch while this one is computed.
-          for (int b0 = c0 + int(cpu::kAttnKeys);
-               b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
-            const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
-            for (size_t i = 0; i < 2 * head_block; i += 32) __builtin_prefetch(run + i, 0, 3);
-          }
+          prefetch_next_stretch(batch, layer, kvh, 1, c0, n_pos_max);
           stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
@@ -440,9 +453,7 @@ class CpuBackend final : public Backend {
         for (int t = t0; t < t1; ++t)
           for (int g = 0; g < group; ++g) {
             const size_t row = size_t(t - t0) * group + g;
-            float* out = rows(att_, t) + size_t(g) * d;
-            std::copy_n(&s.out[row * d], d, out);
-            ops_.scale(out, d, 1.0f / s.sum[row]);
+            normalize_row(&s.out[row * d], s.sum[row], rows(att_, t) + size_t(g) * d);
           }
       }
     });
@@ -473,7 +484,6 @@ class CpuBackend final : public Backend {
     }
     const int task_heads = n_parts >= 4 * compute_.size() ? n_kv : 1;
     const int tasks_per_part = n_kv / task_heads;
-    const size_t head_block = size_t(kB) * size_t(d);  // one head's keys (or values) of a block
     const int64_t n_tasks = int64_t(n_parts) * tasks_per_part;
     auto run = [&](int64_t i0, int64_t i1, int) {
       const uint16_t* panels[cpu::kAttnKeys / kB];
@@ -494,15 +504,8 @@ class CpuBackend final : public Backend {
         const int k0 = part * kSplitKeys, k1 = std::min(n_pos_max, k0 + kSplitKeys);
         for (int c0 = k0; c0 < k1; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), k1 - c0);
-          // The hardware prefetchers do not keep up with the blocks: ask for the task's heads'
-          // keys and values of the next stretch (into the next part, most often this thread's
-          // too) while this one is computed. A block's heads are consecutive.
-          for (int b0 = c0 + int(cpu::kAttnKeys);
-               b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
-            const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, h0);
-            for (size_t i = 0; i < size_t(task_heads) * 2 * head_block; i += 32)
-              __builtin_prefetch(run + i, 0, 3);
-          }
+          // Into the next part, most often this thread's too.
+          prefetch_next_stretch(batch, layer, h0, task_heads, c0, n_pos_max);
           for (int kvh = h0; kvh < h1; ++kvh) {
             stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
             for (int t = 0; t < n; ++t) {
@@ -518,8 +521,7 @@ class CpuBackend final : public Backend {
         for (int t = 0; t < n; ++t)  // the whole context: out / l, nothing to combine
           for (int g = 0; g < task_heads * group; ++g) {
             const size_t row = size_t(t) * H + size_t(h0) * group + size_t(g);
-            std::copy_n(&out[row * d], d, &att_[row * d]);
-            ops_.scale(&att_[row * d], d, 1.0f / l[row]);
+            normalize_row(&out[row * d], l[row], &att_[row * d]);
           }
       }
     };
