@@ -136,6 +136,26 @@ class ShippedPairTest : public testing::Test {
 };
 std::unique_ptr<Engine> ShippedPairTest::target_, ShippedPairTest::draft_;
 
+// `count` token ids spread over a vocabulary of n_vocab, away from its first and last ids.
+std::vector<int32_t> spread_ids(size_t count, int n_vocab) {
+  std::vector<int32_t> ids(count);
+  for (size_t i = 0; i < count; ++i) ids[i] = int32_t((i * 7919 + 13) % size_t(n_vocab - 10) + 5);
+  return ids;
+}
+
+// The logits of each of `tail`'s tokens, verified as one batch after `head` in a fresh sequence.
+std::vector<std::vector<float>> batch_logits(Engine& e, std::span<const int32_t> head,
+                                             std::span<const int32_t> tail) {
+  std::vector<std::vector<float>> all;
+  KvSequence seq;
+  const int n = int(tail.size());
+  if (e.gen->forward(seq, head, LogitsRequest::none()) &&
+      e.gen->forward(seq, tail, LogitsRequest::last_n_of(n)))
+    for (int i = 0; i < n; ++i) all.emplace_back(e.gen->logits(i).begin(), e.gen->logits(i).end());
+  e.pool->release(seq);
+  return all;
+}
+
 // Greedy speculation is exact only if verifying a batch of tokens gives the logits of running
 // them one by one: checked bit for bit on every weight type the test models use.
 TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
@@ -181,25 +201,20 @@ TEST(SpeculativeBatchTest, SmallBatchesGiveBitIdenticalLogitsOnTheFastPath) {
   for (const auto& f : odd_arch_files) all_paths.push_back(f.string());
   for (const std::string& path : all_paths) {
     Engine e(path.c_str(), BackendKind::Cpu);
-    std::vector<int32_t> ids(27);
-    for (size_t i = 0; i < ids.size(); ++i)
-      ids[i] = int32_t((i * 7919 + 13) % size_t(e.model->config().n_vocab - 10) + 5);
+    const auto ids = spread_ids(27, e.model->config().n_vocab);
     const int n = int(cpu::kMatmulDecodeMaxTokens);
     const auto head = std::span(ids).first(ids.size() - size_t(n));
     const auto tail = std::span(ids).last(size_t(n));
-    KvSequence batched, stepped;
-    ASSERT_TRUE(e.gen->forward(batched, head, LogitsRequest::none()));
+    const auto all = batch_logits(e, head, tail);
+    ASSERT_EQ(all.size(), size_t(n)) << path;
+    KvSequence stepped;
     ASSERT_TRUE(e.gen->forward(stepped, head, LogitsRequest::none()));
-    ASSERT_TRUE(e.gen->forward(batched, tail, LogitsRequest::last_n_of(n)));
-    std::vector<std::vector<float>> all;
-    for (int i = 0; i < n; ++i) all.emplace_back(e.gen->logits(i).begin(), e.gen->logits(i).end());
     for (int i = 0; i < n; ++i) {
       ASSERT_TRUE(e.gen->forward(stepped, tail.subspan(size_t(i), 1)));
       const auto one = e.gen->logits(0);
       EXPECT_EQ(std::memcmp(one.data(), all[size_t(i)].data(), one.size_bytes()), 0)
           << path << " position " << i;
     }
-    e.pool->release(batched);
     e.pool->release(stepped);
   }
   std::filesystem::remove(odd_ffn);
@@ -226,17 +241,14 @@ TEST(SpeculativeBatchTest, BatchesEqualStepsWhereAttentionSplitsTheContext) {
   const int n = int(cpu::kMatmulDecodeMaxTokens);
   // 16 tokens from position 1785 cross a part boundary (parts are a multiple of 64 keys) and,
   // with 2 threads, the length from which a task takes every KV head of its part.
-  std::vector<int32_t> ids(1801);
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919 + 13) % 590 + 5);
+  const auto ids = spread_ids(1801, 600);
   const auto head = std::span(ids).first(ids.size() - size_t(n));
   const auto tail = std::span(ids).last(size_t(n));
-  KvSequence batched, stepped, reference;
-  ASSERT_TRUE(e.gen->forward(batched, head, LogitsRequest::none()));
+  const auto all = batch_logits(e, head, tail);
+  ASSERT_EQ(all.size(), size_t(n));
+  KvSequence stepped, reference;
   ASSERT_TRUE(e.gen->forward(stepped, head, LogitsRequest::none()));
   ASSERT_TRUE(ref.gen->forward(reference, head, LogitsRequest::none()));
-  ASSERT_TRUE(e.gen->forward(batched, tail, LogitsRequest::last_n_of(n)));
-  std::vector<std::vector<float>> all;
-  for (int i = 0; i < n; ++i) all.emplace_back(e.gen->logits(i).begin(), e.gen->logits(i).end());
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(e.gen->forward(stepped, tail.subspan(size_t(i), 1)));
     ASSERT_TRUE(ref.gen->forward(reference, tail.subspan(size_t(i), 1)));
@@ -254,17 +266,14 @@ TEST(SpeculativeBatchTest, BatchesEqualStepsWhereAttentionSplitsTheContext) {
   // Nor does what a row gets depend on the threads, which change how the parts are shared.
   for (int threads : {1, 3}) {
     Engine other(path.c_str(), BackendKind::Cpu, 32, threads);
-    KvSequence seq;
-    ASSERT_TRUE(other.gen->forward(seq, head, LogitsRequest::none()));
-    ASSERT_TRUE(other.gen->forward(seq, tail, LogitsRequest::last_n_of(n)));
+    const auto theirs = batch_logits(other, head, tail);
+    ASSERT_EQ(theirs.size(), size_t(n));
     for (int i = 0; i < n; ++i)
-      EXPECT_EQ(std::memcmp(other.gen->logits(i).data(), all[size_t(i)].data(),
+      EXPECT_EQ(std::memcmp(theirs[size_t(i)].data(), all[size_t(i)].data(),
                             all[size_t(i)].size() * sizeof(float)),
                 0)
           << threads << " threads, position " << head.size() + size_t(i);
-    other.pool->release(seq);
   }
-  e.pool->release(batched);
   e.pool->release(stepped);
   ref.pool->release(reference);
   std::filesystem::remove(path);
