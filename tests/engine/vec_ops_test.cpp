@@ -249,8 +249,14 @@ TEST_P(VecOpsTest, AttentionByBlocksIsSoftmaxAttentionAndEachRowStandsAlone) {
               kt[b] = panel[size_t(b0 / kAttnRows + b)].data();
               vr[b] = kt[b] + kAttnRows * d;
             }
+            // The next stretch's panels are asked for (a request changes no result).
+            const uint16_t* ahead[kAttnKeys / kAttnRows];
+            int64_t ahead_runs = 0;
+            for (int64_t b = b0 / kAttnRows + kAttnKeys / kAttnRows;
+                 b < n_panels && ahead_runs < kAttnKeys / kAttnRows; ++b)
+              ahead[ahead_runs++] = panel[size_t(b)].data();
             ops().attn_block(kt, vr, keys, d, q.data() + g0 * d, rows, scale, m.data(), l.data(),
-                             out.data());
+                             out.data(), ahead, ahead_runs);
           }
           for (int64_t g = 0; g < rows; ++g)
             for (int64_t i = 0; i < d; ++i) out[g * d + i] /= l[g];

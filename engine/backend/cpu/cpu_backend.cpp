@@ -389,17 +389,16 @@ class CpuBackend final : public Backend {
     }
   }
 
-  // The pool's blocks are scattered, which the hardware prefetchers do not follow: asks for
-  // KV heads [h0, h0 + heads)' keys and values of the stretch after the one at c0 (a block's
-  // heads are consecutive), to be read while that one is computed.
-  void prefetch_next_stretch(const ForwardBatch& batch, int layer, int h0, int heads, int c0,
-                             int n_pos_max) const {
-    const size_t values = size_t(heads) * 2 * size_t(kB) * size_t(model_.config().head_dim);
+  // The pool's blocks are scattered, which the hardware prefetchers do not follow: the runs of
+  // KV head kvh's keys and values in the stretch after the one at c0, for attn_block to ask
+  // for while it computes that one. Returns how many there are.
+  int next_stretch_runs(const ForwardBatch& batch, int layer, int kvh, int c0, int n_pos_max,
+                        const uint16_t** runs) const {
+    int n = 0;
     for (int b0 = c0 + int(cpu::kAttnKeys);
-         b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB) {
-      const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, h0);
-      for (size_t i = 0; i < values; i += 32) __builtin_prefetch(run + i, 0, 3);
-    }
+         b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB)
+      runs[n++] = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
+    return n;
   }
 
   // A query row's attention output from its running softmax: out / sum, into dst.
@@ -438,16 +437,18 @@ class CpuBackend final : public Backend {
         std::fill(s.out.begin(), s.out.end(), 0.0f);
         const uint16_t* panels[cpu::kAttnKeys / kB];
         const uint16_t* value_rows[cpu::kAttnKeys / kB];
+        const uint16_t* ahead[cpu::kAttnKeys / kB];
         for (int c0 = 0; c0 < n_pos_max; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), n_pos_max - c0);
-          prefetch_next_stretch(batch, layer, kvh, 1, c0, n_pos_max);
+          int ahead_runs = next_stretch_runs(batch, layer, kvh, c0, n_pos_max, ahead);
           stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
           for (int t = t0; t < t1; ++t) {
             const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
             if (visible <= 0) continue;
             const size_t row = size_t(t - t0) * group;
             ops_.attn_block(panels, value_rows, visible, d, rows(q_, t), group, scale,
-                            &s.max[row], &s.sum[row], &s.out[row * d]);
+                            &s.max[row], &s.sum[row], &s.out[row * d], ahead, ahead_runs);
+            ahead_runs = 0;  // asked for by the first query
           }
         }
         for (int t = t0; t < t1; ++t)
@@ -488,6 +489,7 @@ class CpuBackend final : public Backend {
     auto run = [&](int64_t i0, int64_t i1, int) {
       const uint16_t* panels[cpu::kAttnKeys / kB];
       const uint16_t* value_rows[cpu::kAttnKeys / kB];
+      const uint16_t* ahead[cpu::kAttnKeys / kB];
       for (int64_t task = i0; task < i1; ++task) {
         const int part = int(task % n_parts);
         const int h0 = int(task / n_parts) * task_heads, h1 = h0 + task_heads;
@@ -504,16 +506,17 @@ class CpuBackend final : public Backend {
         const int k0 = part * kSplitKeys, k1 = std::min(n_pos_max, k0 + kSplitKeys);
         for (int c0 = k0; c0 < k1; c0 += int(cpu::kAttnKeys)) {
           const int keys = std::min(int(cpu::kAttnKeys), k1 - c0);
-          // Into the next part, most often this thread's too.
-          prefetch_next_stretch(batch, layer, h0, task_heads, c0, n_pos_max);
           for (int kvh = h0; kvh < h1; ++kvh) {
+            // Into the next part, most often this thread's too.
+            int ahead_runs = next_stretch_runs(batch, layer, kvh, c0, n_pos_max, ahead);
             stretch_runs(batch, layer, kvh, c0, keys, panels, value_rows);
             for (int t = 0; t < n; ++t) {
               const int visible = std::min(keys, batch.start_pos + t + 1 - c0);
               if (visible <= 0) continue;
               const size_t row = size_t(t) * H + size_t(kvh) * group;
               ops_.attn_block(panels, value_rows, visible, d, &q_[row * d], group, scale, &m[row],
-                              &l[row], &out[row * d]);
+                              &l[row], &out[row * d], ahead, ahead_runs);
+              ahead_runs = 0;  // asked for by the first query
             }
           }
         }

@@ -94,7 +94,7 @@ void gelu_mul_scalar(const float* gate, const float* up, int64_t n, float* out) 
 
 void attn_block_scalar(const uint16_t* const* kt, const uint16_t* const* v, int64_t keys,
                        int64_t d, const float* q, int64_t n_q, float scale, float* m, float* l,
-                       float* out) {
+                       float* out, const uint16_t* const* /*ahead*/, int64_t /*ahead_runs*/) {
   auto key = [&](int64_t r, int64_t i) {
     return gguf::fp16_to_fp32(kt[r / kAttnRows][i * kAttnRows + r % kAttnRows]);
   };

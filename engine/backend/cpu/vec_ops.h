@@ -55,8 +55,13 @@ struct VecOps {
   //   multiply-add per row r, in turn), m[g] = m'.
   // Start a row with m = -inf, l = 0, out = 0, and divide out by l after its last block. What
   // a row gets does not depend on n_q or on the other rows.
+  // While it computes, it asks for the runs of 2 * kAttnRows * d values ahead[0 ..
+  // ahead_runs) (the next stretch's panels, each its keys then its values as the KV pool lays
+  // them out) a line at a time among its multiply-adds: asked for all at once, as many lines
+  // as a stretch holds wait in the core's queue of misses instead of overlapping the work.
   void (*attn_block)(const uint16_t* const* kt, const uint16_t* const* v, int64_t keys, int64_t d,
-                     const float* q, int64_t n_q, float scale, float* m, float* l, float* out);
+                     const float* q, int64_t n_q, float scale, float* m, float* l, float* out,
+                     const uint16_t* const* ahead, int64_t ahead_runs);
 };
 
 // Keys of one transposed panel for attn_block (the KV pool's tokens per block), and the most
