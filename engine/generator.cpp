@@ -38,10 +38,18 @@ Generator::Generator(const Model& model, KvBlockPool& pool, const GeneratorOptio
   options_.chunk_tokens = std::max(1, options_.chunk_tokens);
   max_chunk_tokens_ = options_.chunk_tokens;
   options_.threads = std::max(1, options_.threads);
+  const Generator* share = options_.share_threads_with;
+  options_.share_threads_with = nullptr;  // not kept: only the constructor needs it
   backend_ = make_backend(model, pool,
                           {.kind = options_.backend,
                            .threads = options_.threads,
-                           .max_batch_tokens = options_.chunk_tokens});
+                           .max_batch_tokens = options_.chunk_tokens,
+                           .cpu_threads = share ? share->backend_->cpu_threads() : nullptr});
+}
+
+bool Generator::shares_threads_with(const Generator& other) const {
+  const auto mine = backend_->cpu_threads();
+  return mine != nullptr && mine == other.backend_->cpu_threads();
 }
 
 Generator::~Generator() = default;

@@ -26,6 +26,8 @@
 
 namespace ghostline::engine {
 
+class Generator;
+
 struct GeneratorOptions {
   int threads = 1;
   BackendKind backend = BackendKind::Cpu;
@@ -33,6 +35,11 @@ struct GeneratorOptions {
   // cancellation also between the layers of one, so a chunk can be large enough to use the
   // weights it reads for many tokens.
   int chunk_tokens = 32;
+  // A generator whose CPU compute threads this one runs on (when it has as many): a draft
+  // beside its target, which never runs at the same time as it. One set of threads on the
+  // cores rather than two, of which the idle one would spin beside the working one for a while
+  // after each forward. It must outlive the constructor only.
+  const Generator* share_threads_with = nullptr;
 };
 
 // Which positions of a forward call need logits: the last `last_n` tokens of the call.
@@ -147,6 +154,8 @@ class Generator {
   VerifyCost verify_cost() const { return backend_->verify_cost(); }
   DraftCost draft_cost() const { return backend_->draft_cost(); }
   std::string_view backend_name() const { return backend_->name(); }
+  // Whether this generator's CPU kernels run on the same threads as `other`'s.
+  bool shares_threads_with(const Generator& other) const;
   // Calls of forward() that computed at least one chunk, since construction: lets tests count
   // model work (cancellation stops within one step) without timing anything.
   int64_t forward_calls() const { return forward_calls_; }

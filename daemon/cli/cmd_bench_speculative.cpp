@@ -52,13 +52,18 @@ struct Engine {
   std::unique_ptr<Generator> gen;
 };
 
-Engine load(const std::string& path, int tokens, int threads, BackendKind backend) {
+// `share`: the engine whose compute threads this one runs on, as the daemon runs a draft.
+Engine load(const std::string& path, int tokens, int threads, BackendKind backend,
+            const Engine* share = nullptr) {
   Engine e;
   e.model = load_model_for_command(path);
   e.pool = kv_pool_for(*e.model, tokens);
-  e.gen = std::make_unique<Generator>(*e.model, *e.pool,
-                                      GeneratorOptions{.threads = threads, .backend = backend,
-                                                       .chunk_tokens = 256});
+  e.gen = std::make_unique<Generator>(
+      *e.model, *e.pool,
+      GeneratorOptions{.threads = threads,
+                       .backend = backend,
+                       .chunk_tokens = 256,
+                       .share_threads_with = share ? share->gen.get() : nullptr});
   return e;
 }
 
@@ -150,7 +155,7 @@ int bench_speculative_main(std::span<char* const> args) {
     const int kv_tokens = prompt_len + n_gen + 64;
     Engine target = load(target_path, kv_tokens, threads, kind);
     std::optional<Engine> draft;
-    if (!draft_path.empty()) draft = load(draft_path, kv_tokens, threads, kind);
+    if (!draft_path.empty()) draft = load(draft_path, kv_tokens, threads, kind, &target);
     const Tokenizer& tok = target.model->tokenizer();
 
     std::vector<std::vector<int32_t>> prompts;

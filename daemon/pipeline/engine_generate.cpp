@@ -75,10 +75,10 @@ void EngineGenerate::load_draft(int threads) {
   if (!std::filesystem::exists(options_.draft))
     throw std::runtime_error("draft model file '" + options_.draft + "' does not exist");
   // The draft's KV is a fraction of the target's per token; a quarter of the budget holds at
-  // least as many tokens.
+  // least as many tokens. The draft runs between the target's forwards, on its threads.
   draft_ = std::make_unique<ModelSlot>(options_.draft,
                                        std::max<size_t>(16, size_t(options_.kv_mib) / 4) << 20,
-                                       threads, engine_backend(options_.backend));
+                                       threads, engine_backend(options_.backend), target_.get());
   const std::string why =
       vocabulary_difference(target_->model().tokenizer(), draft_->model().tokenizer());
   if (!why.empty())

@@ -21,15 +21,20 @@ class ModelSlot::PoolRefcounts : public cache::BlockRefcounts {
 };
 
 ModelSlot::ModelSlot(const std::string& path, size_t kv_bytes, int threads,
-                     engine::BackendKind backend) {
+                     engine::BackendKind backend, const ModelSlot* share_threads_with) {
   model_ = engine::Model::load(path);
   for (const auto& w : model_->warnings()) spdlog::warn("{}", w);
   const auto& cfg = model_->config();
   pool_ =
       std::make_unique<engine::KvBlockPool>(cfg.n_layer, cfg.n_head_kv * cfg.head_dim, kv_bytes);
+  const engine::Generator* share =
+      share_threads_with ? share_threads_with->generator_.get() : nullptr;
   generator_ = std::make_unique<engine::Generator>(
       *model_, *pool_,
-      engine::GeneratorOptions{.threads = threads, .backend = backend, .chunk_tokens = kMaxChunk});
+      engine::GeneratorOptions{.threads = threads,
+                               .backend = backend,
+                               .chunk_tokens = kMaxChunk,
+                               .share_threads_with = share});
   spdlog::info("{}: {} backend", path, generator_->backend_name());
   // Measure prefill speed once, then size prefill chunks so that one layer of a chunk costs a
   // few milliseconds: cancellation is checked between layers, the deadline between chunks. On

@@ -16,8 +16,11 @@ class ModelSlot {
  public:
   // Loads the model, sizes its pool to `kv_bytes`, measures prefill speed and sizes prefill
   // chunks from it. Throws what Model::load throws.
+  // `share_threads_with`: the slot whose compute threads this one's generator runs on (a draft
+  // beside its target; see GeneratorOptions).
   ModelSlot(const std::string& path, size_t kv_bytes, int threads,
-            engine::BackendKind backend = engine::BackendKind::Cpu);
+            engine::BackendKind backend = engine::BackendKind::Cpu,
+            const ModelSlot* share_threads_with = nullptr);
   ~ModelSlot();
   ModelSlot(const ModelSlot&) = delete;
   ModelSlot& operator=(const ModelSlot&) = delete;

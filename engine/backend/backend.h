@@ -19,6 +19,9 @@
 namespace ghostline::engine {
 
 class Model;
+namespace cpu {
+class ThreadPool;
+}
 
 // n tokens at consecutive positions start_pos.. of one sequence. `blocks` covers positions
 // [0, start_pos + tokens.size()); the blocks written by this batch are not shared.
@@ -76,6 +79,8 @@ class Backend {
   // n_logits x n_vocab floats; the host backends compute the logits and search them
   // (forward_greedy_on_host).
   virtual bool forward_greedy(const ForwardBatch& batch, std::span<int32_t> tokens) = 0;
+  // The CPU compute threads this backend runs its kernels on (null: none, a device backend).
+  virtual std::shared_ptr<cpu::ThreadPool> cpu_threads() const { return nullptr; }
 };
 
 // forward_greedy for a backend whose logits are on the host: forward into `scratch` (resized to
@@ -87,6 +92,11 @@ struct BackendOptions {
   BackendKind kind = BackendKind::Cpu;
   int threads = 1;
   int max_batch_tokens = 64;  // scratch is sized for batches up to this many tokens
+  // A CPU backend's compute threads, shared with another backend that never runs at the same
+  // time (a draft beside its target): used when it has `threads` threads, else the backend makes
+  // its own. Two sets on the same cores would each spin for a while after its work, beside the
+  // other's.
+  std::shared_ptr<cpu::ThreadPool> cpu_threads = nullptr;
 };
 
 // The backend of options.kind over `model` and `pool` (both must outlive it).

@@ -65,13 +65,18 @@ struct Engine {
   std::unique_ptr<KvBlockPool> pool;
   std::unique_ptr<Generator> gen;
 
-  Engine(const char* path, BackendKind path_kind, int chunk = 32, int threads = 2) {
+  // share: the engine whose compute threads this one runs on (a draft beside its target).
+  Engine(const char* path, BackendKind path_kind, int chunk = 32, int threads = 2,
+         const Engine* share = nullptr) {
     model = Model::load(path, {.lock_resident = false});
     const ModelConfig& c = model->config();
     pool = std::make_unique<KvBlockPool>(c.n_layer, c.kv_dim(), 16 << 20);
     gen = std::make_unique<Generator>(
         *model, *pool,
-        GeneratorOptions{.threads = threads, .backend = path_kind, .chunk_tokens = chunk});
+        GeneratorOptions{.threads = threads,
+                         .backend = path_kind,
+                         .chunk_tokens = chunk,
+                         .share_threads_with = share ? share->gen.get() : nullptr});
   }
 };
 
@@ -126,7 +131,8 @@ class ShippedPairTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
     target_ = std::make_unique<Engine>(kTarget, BackendKind::Cpu);
-    draft_ = std::make_unique<Engine>(kDraft, BackendKind::Cpu);
+    // On the target's threads, as the daemon runs it.
+    draft_ = std::make_unique<Engine>(kDraft, BackendKind::Cpu, 32, 2, target_.get());
   }
   static void TearDownTestSuite() {
     target_.reset();
@@ -306,6 +312,19 @@ TEST_F(ShippedPairTest, GreedyOutputIsIdenticalToThePlainLoop) {
   EXPECT_GT(ngram_stats.accepted_ngram, 0);
   EXPECT_EQ(ngram_stats.proposed_draft, 0);
   EXPECT_GT(both_stats.proposed_draft + both_stats.proposed_ngram, 0);
+}
+
+// The draft runs on the target's compute threads where it asks for as many; a generator that
+// asks for another count has its own.
+TEST_F(ShippedPairTest, TheDraftRunsOnTheTargetsThreads) {
+  EXPECT_TRUE(draft_->gen->shares_threads_with(*target_->gen));
+  EXPECT_TRUE(target_->gen->shares_threads_with(*draft_->gen));
+  Engine alone(kDraft, BackendKind::Cpu);
+  EXPECT_FALSE(alone.gen->shares_threads_with(*target_->gen));
+  Engine other_count(kDraft, BackendKind::Cpu, 32, 3, target_.get());
+  EXPECT_FALSE(other_count.gen->shares_threads_with(*target_->gen));
+  Engine reference(kDraft, BackendKind::Reference, 32, 2, target_.get());
+  EXPECT_FALSE(reference.gen->shares_threads_with(*target_->gen));
 }
 
 // A source that believes its proposals are always accepted.

@@ -49,7 +49,10 @@ class CpuBackend final : public Backend {
         kv_(pool),
         threads_(options.threads),
         max_batch_(options.max_batch_tokens),
-        compute_(options.threads),
+        compute_owner_(options.cpu_threads && options.cpu_threads->size() == options.threads
+                           ? options.cpu_threads
+                           : std::make_shared<cpu::ThreadPool>(options.threads)),
+        compute_(*compute_owner_),
         ops_(cpu::vec_ops()) {
     const ModelConfig& c = model.config();
     const ModelWeights& w = model.weights();
@@ -81,6 +84,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string_view name() const override { return "cpu"; }
+  std::shared_ptr<cpu::ThreadPool> cpu_threads() const override { return compute_owner_; }
   int threads() const override { return threads_; }
   // A batch that asks for the logits of up to kMatmulDecodeMaxTokens tokens goes through the
   // decode kernels, which give each token the sums of a single step and read each weight once
@@ -562,7 +566,8 @@ class CpuBackend final : public Backend {
   KvBlockPool& kv_;
   int threads_;
   int max_batch_;
-  cpu::ThreadPool compute_;
+  std::shared_ptr<cpu::ThreadPool> compute_owner_;  // shared with a draft's backend, or own
+  cpu::ThreadPool& compute_;
   const cpu::VecOps& ops_;
   std::vector<LayerMatrices> layers_;
   cpu::WeightMatrix output_;
