@@ -381,28 +381,27 @@ class CpuBackend final : public Backend {
     attention_tiles(batch, layer);
   }
 
-  // The positions of a stretch's blocks of KV head kvh: keys, and the values head_block
-  // further.
-  void stretch_runs(const ForwardBatch& batch, int layer, int kvh, int c0, int keys,
-                    const uint16_t** panels, const uint16_t** value_rows) const {
+  // The runs of KV head kvh's blocks holding positions [c0, c0 + keys) (none when keys <= 0):
+  // each its keys, then its values head_block further (into value_rows, where given). Returns
+  // how many there are.
+  int stretch_runs(const ForwardBatch& batch, int layer, int kvh, int c0, int keys,
+                   const uint16_t** panels, const uint16_t** value_rows = nullptr) const {
     const size_t head_block = size_t(kB) * size_t(model_.config().head_dim);
-    for (int b0 = c0; b0 < c0 + keys; b0 += kB) {
-      const uint16_t* run = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
-      panels[(b0 - c0) / kB] = run;
-      value_rows[(b0 - c0) / kB] = run + head_block;
+    int n = 0;
+    for (int b0 = c0; b0 < c0 + keys; b0 += kB, ++n) {
+      panels[n] = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
+      if (value_rows) value_rows[n] = panels[n] + head_block;
     }
+    return n;
   }
 
   // The pool's blocks are scattered, which the hardware prefetchers do not follow: the runs of
-  // KV head kvh's keys and values in the stretch after the one at c0, for attn_block to ask
-  // for while it computes that one. Returns how many there are.
+  // the stretch after the one at c0, for attn_block to ask for while it computes that one.
   int next_stretch_runs(const ForwardBatch& batch, int layer, int kvh, int c0, int n_pos_max,
                         const uint16_t** runs) const {
-    int n = 0;
-    for (int b0 = c0 + int(cpu::kAttnKeys);
-         b0 < std::min(n_pos_max, c0 + 2 * int(cpu::kAttnKeys)); b0 += kB)
-      runs[n++] = head_kv(batch.blocks[size_t(b0 / kB)], layer, kvh);
-    return n;
+    const int next = c0 + int(cpu::kAttnKeys);
+    return stretch_runs(batch, layer, kvh, next, std::min(int(cpu::kAttnKeys), n_pos_max - next),
+                        runs);
   }
 
   // A query row's attention output from its running softmax: out / sum, into dst.
