@@ -32,7 +32,7 @@ const KernelSet& avx2_kernels() {
   static const KernelSet set{
       kPanelRows,           kPrefillTokens, kScratchFloats, decode_rows, prefill_panels,
       /*quads=*/false,      kQ8Tokens,      q8_group,       pack_q8,     prefill_q8_panels,
-      q8_scratch_floats,    nullptr,
+      q8_scratch_floats,    quantize_blocks_256,
       /*reads_packed=*/true};
   return set;
 }
