@@ -3,9 +3,11 @@
 // between runs (repeats, row counts) so that everything but the rows' blocks cancels out.
 // Prints nothing on success.
 //
-//   ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS]   e.g. Q4_K neondot 256 4096 3
+//   ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS [steps]]   e.g. Q4_K neondot 256 4096 3
 //
-// TOKENS (default 1) above kMatmulDecodeMaxTokens takes the prefill path.
+// TOKENS (default 1) are computed as a prompt's batch (from kMatmulBatchMinTokens on, the
+// prefill path), or with `steps` as a speculative verification's single steps (the decode
+// kernels, up to kMatmulDecodeMaxTokens).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +26,10 @@
 using namespace ghostline::engine;
 
 int main(int argc, char** argv) {
-  if (argc != 6 && argc != 7) {
-    std::fprintf(stderr, "usage: ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS]\n");
+  const bool steps = argc == 8 && std::strcmp(argv[7], "steps") == 0;
+  if (argc < 6 || argc > 8 || (argc == 8 && !steps)) {
+    std::fprintf(stderr,
+                 "usage: ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS [steps]]\n");
     return 2;
   }
   std::optional<GgmlType> type;
@@ -35,7 +39,7 @@ int main(int argc, char** argv) {
   const auto isa = cpu::parse_isa(argv[2]);
   const int64_t rows = std::atoll(argv[3]), cols = std::atoll(argv[4]);
   const int repeat = std::atoi(argv[5]);
-  const int64_t tokens = argc == 7 ? std::atoll(argv[6]) : 1;
+  const int64_t tokens = argc >= 7 ? std::atoll(argv[6]) : 1;
   if (!type || !gguf::can_quantize(*type)) {
     std::fprintf(stderr, "ghostline-kernel-probe: no such weight type: %s\n", argv[1]);
     return 2;
@@ -71,6 +75,7 @@ int main(int argc, char** argv) {
     m.packed = at;
   }
   for (int i = 0; i < repeat; ++i)
-    cpu::matmul(m, x.data(), tokens, y.data(), pool, *isa, cpu::Tokens::kBatch);
+    cpu::matmul(m, x.data(), tokens, y.data(), pool, *isa,
+                steps ? cpu::Tokens::kSteps : cpu::Tokens::kBatch);
   return y[0] == y[0] ? 0 : 1;  // a NaN would mean a broken kernel
 }
