@@ -3,7 +3,7 @@
 // between runs (repeats, row counts) so that everything but the rows' blocks cancels out.
 // Prints nothing on success.
 //
-//   ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS [steps]]   e.g. Q4_K neondot 256 4096 3
+//   ghostline-kernel-probe TYPE LEVEL ROWS COLS REPEAT [TOKENS [steps]]   e.g. Q4_K avx2 256 4096 3
 //
 // TOKENS (default 1) are computed as a prompt's batch (from kMatmulBatchMinTokens on, the
 // prefill path), or with `steps` as a speculative verification's single steps (the decode
