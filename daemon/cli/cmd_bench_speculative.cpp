@@ -1,10 +1,10 @@
 // `ghostline bench --speculative -m TARGET [--draft DRAFT] [FILE...]`: what speculative decoding
 // gains on this machine. Decodes windows of real code (the files given, or this repository's
-// sources) greedily in four modes (plain, n-gram lookup, the draft model, both) and prints the
-// decode speed of each beside the plain loop's, with the acceptance of each source; then what a
-// forward of 1 + k tokens costs against one decode step, for k = 0..16, on the target (and the
-// draft: its step against the target's). Greedy output must be the same in every mode; a
-// difference is reported and makes the command fail.
+// sources) greedily in four modes (plain, n-gram lookup, the draft model, both), which take
+// turns on each prompt, and prints the decode speed of each beside the plain loop's, with the
+// acceptance of each source; then what a forward of 1 + k tokens costs against one decode step,
+// for k = 0..16, on the target (and the draft: its step against the target's). Greedy output
+// must be the same in every mode; a difference is reported and makes the command fail.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -112,7 +112,7 @@ double forward_ms(Engine& e, KvSequence& context, int n, int reps) {
 int bench_speculative_main(std::span<char* const> args) {
   std::string target_path, draft_path;
   std::vector<std::string> files;
-  int n_gen = 64, threads = 2, windows = 3, prompt_len = 256, reps = 5;
+  int n_gen = 64, threads = 2, windows = 3, prompt_len = 256, reps = 5, passes = 1;
   bool speculative = false;
   ArgParser parser("ghostline bench --speculative",
                    "Measure what speculative decoding gains: decode speed plain, with n-gram "
@@ -126,6 +126,8 @@ int bench_speculative_main(std::span<char* const> args) {
   parser.option("-w,--windows", "N", "prompts taken from each file (windows ending at evenly "
                 "spread points)", &windows);
   parser.option("-p,--prompt-tokens", "N", "longest prompt, in tokens", &prompt_len);
+  parser.option("--passes", "N", "times each prompt is decoded in each mode (the modes take "
+                "turns on each prompt)", &passes);
   parser.option("-r,--repetitions", "N", "timed forwards per batch size in the cost table",
                 &reps);
   BackendChoice backend = BackendChoice::Auto;
@@ -134,10 +136,10 @@ int bench_speculative_main(std::span<char* const> args) {
               &files);
   if (auto rc = parser.parse(args)) return *rc;
   if (target_path.empty() || n_gen < 1 || threads < 1 || windows < 1 || prompt_len < 16 ||
-      reps < 1) {
+      reps < 1 || passes < 1) {
     std::fprintf(stderr,
                  "ghostline bench --speculative: need -m FILE, -n >= 1, -t >= 1, -w >= 1, "
-                 "-p >= 16, -r >= 1\n\n%s",
+                 "-p >= 16, -r >= 1, --passes >= 1\n\n%s",
                  parser.help().c_str());
     return 2;
   }
@@ -180,53 +182,61 @@ int bench_speculative_main(std::span<char* const> args) {
                   format_count(draft->model->n_params()).c_str(),
                   format_bytes(draft->model->weight_bytes()).c_str());
     std::printf("%zu prompts of up to %d tokens from %zu files, %d tokens each, greedy, %d "
-                "threads, backend %s\n\n",
+                "threads, backend %s, %d pass%s, modes in turn on each prompt\n\n",
                 prompts.size(), prompt_len, files.size(), n_gen, threads,
-                std::string(target.gen->backend_name()).c_str());
+                std::string(target.gen->backend_name()).c_str(), passes, passes == 1 ? "" : "es");
 
     std::vector<Mode> modes = {Mode::Plain, Mode::Ngram};
     if (draft) modes.insert(modes.end(), {Mode::Draft, Mode::Both});
-    std::vector<ModeResult> results;
-    for (Mode mode : modes) {
-      ModeResult res;
-      // One running state per mode, as one document's in the daemon; costs measured as it runs.
-      const VerifyCost cost = target.gen->verify_cost();
-      const DraftCost draft_cost = target.gen->draft_cost();
-      AdaptiveK k_draft = AdaptiveK::for_draft(cost, draft_cost),
-                k_ngram = AdaptiveK::for_ngram(cost);
-      SpeculationCosts costs(cost, draft_cost);
-      for (size_t i = 0; i <= prompts.size(); ++i) {
-        // The first prompt runs once untimed (warm-up).
-        const auto& prompt = prompts[i == 0 ? 0 : i - 1];
-        KvSequence seq, draft_seq;
-        const bool use_draft = mode == Mode::Draft || mode == Mode::Both;
-        // The draft's prefix cache holds the prompt in the daemon: give it the same start.
-        if (use_draft)
-          draft->gen->forward(draft_seq, std::span(prompt).first(prompt.size() - 1),
-                              LogitsRequest::none());
-        const GenerateOptions options{.max_tokens = n_gen};
-        GenerateResult r;
-        if (mode == Mode::Plain) {
-          r = target.gen->generate(seq, prompt, options);
-        } else {
-          const Speculation spec{.draft = use_draft ? draft->gen.get() : nullptr,
-                                 .draft_seq = use_draft ? &draft_seq : nullptr,
-                                 .ngram = mode != Mode::Draft,
-                                 .k_draft = &k_draft,
-                                 .k_ngram = &k_ngram,
-                                 .costs = &costs};
-          r = generate_speculative(*target.gen, seq, prompt, options, spec);
-        }
-        target.pool->release(seq);
-        if (draft) draft->pool->release(draft_seq);
-        if (i == 0) continue;
-        res.tokens += std::max(0, static_cast<int>(r.tokens.size()) - 1);
-        res.decode_ms += r.decode_ms;
-        res.stats += r.speculation;
-        res.outputs.push_back(std::move(r.tokens));
+    // One running state per mode, as one document's in the daemon; costs measured as it runs.
+    struct ModeState {
+      AdaptiveK k_draft, k_ngram;
+      SpeculationCosts costs;
+    };
+    const VerifyCost cost = target.gen->verify_cost();
+    const DraftCost draft_cost = target.gen->draft_cost();
+    std::vector<ModeState> states;
+    for (size_t m = 0; m < modes.size(); ++m)
+      states.push_back({AdaptiveK::for_draft(cost, draft_cost), AdaptiveK::for_ngram(cost),
+                        SpeculationCosts(cost, draft_cost)});
+    std::vector<ModeResult> results(modes.size());
+    auto decode = [&](Mode mode, ModeState& state, const std::vector<int32_t>& prompt) {
+      KvSequence seq, draft_seq;
+      const bool use_draft = mode == Mode::Draft || mode == Mode::Both;
+      // The draft's prefix cache holds the prompt in the daemon: give it the same start.
+      if (use_draft)
+        draft->gen->forward(draft_seq, std::span(prompt).first(prompt.size() - 1),
+                            LogitsRequest::none());
+      const GenerateOptions options{.max_tokens = n_gen};
+      GenerateResult r;
+      if (mode == Mode::Plain) {
+        r = target.gen->generate(seq, prompt, options);
+      } else {
+        const Speculation spec{.draft = use_draft ? draft->gen.get() : nullptr,
+                               .draft_seq = use_draft ? &draft_seq : nullptr,
+                               .ngram = mode != Mode::Draft,
+                               .k_draft = &state.k_draft,
+                               .k_ngram = &state.k_ngram,
+                               .costs = &state.costs};
+        r = generate_speculative(*target.gen, seq, prompt, options, spec);
       }
-      results.push_back(std::move(res));
-    }
+      target.pool->release(seq);
+      if (draft) draft->pool->release(draft_seq);
+      return r;
+    };
+    // The modes take turns on each prompt, so that what else runs on the machine weighs on all
+    // of them alike; the first prompt runs once in each mode untimed (warm-up).
+    for (size_t m = 0; m < modes.size(); ++m) decode(modes[m], states[m], prompts[0]);
+    for (int pass = 0; pass < passes; ++pass)
+      for (const auto& prompt : prompts)
+        for (size_t m = 0; m < modes.size(); ++m) {
+          GenerateResult r = decode(modes[m], states[m], prompt);
+          ModeResult& res = results[m];
+          res.tokens += std::max(0, static_cast<int>(r.tokens.size()) - 1);
+          res.decode_ms += r.decode_ms;
+          res.stats += r.speculation;
+          if (pass == 0) res.outputs.push_back(std::move(r.tokens));
+        }
 
     const double plain_tps = results[0].tokens / (results[0].decode_ms / 1000.0);
     std::printf("| mode | decode t/s | vs plain | target forwards | draft forwards | n-gram "
