@@ -92,7 +92,7 @@ inline constexpr int64_t kMatmulDecodeMaxTokens = 16;
 // or more takes the prefill path, which reads each weight once for all its tokens: from about
 // this many tokens on it is faster than the decode path, which reads packed weights once for up
 // to four tokens at the AVX-512 level (two for Q2_K and Q3_K), for two at the AVX2 and
-// AVX-VNNI levels (Q2_K and Q3_K once per token) and once per token elsewhere.
+// AVX-VNNI levels (Q2_K, Q3_K and Q6_K once per token) and once per token elsewhere.
 enum class Tokens { kSteps, kBatch };
 inline constexpr int64_t kMatmulBatchMinTokens = 6;
 
