@@ -5,6 +5,7 @@
 // acceptance of each source; then what a forward of 1 + k tokens costs against one decode step,
 // for k = 0..16, on the target (and the draft: its step against the target's). Greedy output
 // must be the same in every mode; a difference is reported and makes the command fail.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -92,19 +93,23 @@ std::string percent(int part, int whole) {
   return buf;
 }
 
-// Mean time in ms of a forward of `n` tokens appended to `context` tokens of KV.
-double forward_ms(Engine& e, KvSequence& context, int n, int reps) {
+// Time in ms of a forward of `n` tokens appended to `context` tokens of KV (the KV is truncated
+// back after it).
+double forward_ms(Engine& e, KvSequence& context, int n) {
   const int base = context.n_tokens;
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) tokens[size_t(i)] = (7 + 31 * i) % e.model->config().n_vocab;
-  e.gen->forward(context, tokens, LogitsRequest::last_n_of(n));  // warm-up
-  e.pool->truncate(context, base);
   const auto start = Clock::now();
-  for (int r = 0; r < reps; ++r) {
-    e.gen->forward(context, tokens, LogitsRequest::last_n_of(n));
-    e.pool->truncate(context, base);
-  }
-  return ms_since(start) / reps;
+  e.gen->forward(context, tokens, LogitsRequest::last_n_of(n));
+  const double ms = ms_since(start);
+  e.pool->truncate(context, base);
+  return ms;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 }  // namespace
@@ -128,8 +133,8 @@ int bench_speculative_main(std::span<char* const> args) {
   parser.option("-p,--prompt-tokens", "N", "longest prompt, in tokens", &prompt_len);
   parser.option("--passes", "N", "times each prompt is decoded in each mode (the modes take "
                 "turns on each prompt)", &passes);
-  parser.option("-r,--repetitions", "N", "timed forwards per batch size in the cost table",
-                &reps);
+  parser.option("-r,--repetitions", "N", "runs over every batch size in the cost table (the "
+                "median is shown)", &reps);
   BackendChoice backend = BackendChoice::Auto;
   add_backend_option(parser, backend);
   parser.rest("FILE", "text files to take prompts from (default: sources of this repository)",
@@ -254,17 +259,24 @@ int bench_speculative_main(std::span<char* const> args) {
     }
     std::printf("\ngreedy output identical in every mode: %s\n", identical ? "yes" : "NO");
 
-    // Cost of verification: a forward of 1 + k tokens after a context of prompt_len tokens.
+    // Cost of verification: a forward of 1 + k tokens after a context of prompt_len tokens. Each
+    // run times every batch size once, in turn, so that a load that comes and goes weighs on
+    // all of them alike, and the median of the runs is kept.
     auto cost_table = [&](Engine& e, const char* name, double target_step_ms) {
+      constexpr int kSizes = SpeculationCosts::kMaxTokens;  // k = 0..16
       KvSequence context;
       e.gen->forward(context, prompts.front(), LogitsRequest::none());
-      const double step = forward_ms(e, context, 1, reps);
-      std::printf("\n%s: forward of 1 + k tokens after %d tokens of context (%d runs each)\n",
+      std::vector<std::vector<double>> runs(kSizes);
+      for (int k = 0; k < kSizes; ++k) forward_ms(e, context, k + 1);  // warm-up
+      for (int r = 0; r < reps; ++r)
+        for (int k = 0; k < kSizes; ++k) runs[size_t(k)].push_back(forward_ms(e, context, k + 1));
+      const double step = median(runs[0]);
+      std::printf("\n%s: forward of 1 + k tokens after %d tokens of context (median of %d runs, "
+                  "the sizes in turn)\n",
                   name, context.n_tokens, reps);
       std::printf("| k | ms | x one step |\n| ---: | ---: | ---: |\n");
-      std::printf("| 0 | %.3f | 1.00 |\n", step);
-      for (int k = 1; k <= SpeculationCosts::kMaxTokens - 1; ++k) {
-        const double ms = forward_ms(e, context, k + 1, reps);
+      for (int k = 0; k < kSizes; ++k) {
+        const double ms = median(runs[size_t(k)]);
         std::printf("| %d | %.3f | %.2f |\n", k, ms, ms / step);
       }
       if (target_step_ms > 0)
