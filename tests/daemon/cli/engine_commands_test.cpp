@@ -183,6 +183,29 @@ TEST(EngineCommands, BenchPrintsALlamaBenchTable) {
   EXPECT_NE(r.out.find("peak RSS"), std::string::npos);
 }
 
+// The shipped pair, every mode on a window of this repository's code twice over: greedy output
+// the same in every mode, and a cost table for each model with a row per batch size.
+TEST(EngineCommands, BenchSpeculativeComparesTheModesAndTablesTheCosts) {
+  const CommandResult r = run(
+      "bench --speculative -m models/ghostline-code.gguf --draft models/ghostline-code-draft.gguf "
+      "-n 8 -w 1 -p 64 -r 3 --passes 2 -t 2 engine/generator.cpp");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("1 prompts of up to 64 tokens from 1 files, 8 tokens each, greedy, 2 "
+                       "threads, backend cpu, 2 passes, modes in turn on each prompt"),
+            std::string::npos)
+      << r.out;
+  for (const char* mode : {"| plain | ", "| n-gram | ", "| draft | ", "| n-gram + draft | "})
+    EXPECT_NE(r.out.find(mode), std::string::npos) << mode << "\n" << r.out;
+  EXPECT_NE(r.out.find("greedy output identical in every mode: yes"), std::string::npos) << r.out;
+  for (const char* model : {"target: ", "draft: "})
+    EXPECT_NE(r.out.find(std::string(model) + "forward of 1 + k tokens after 64 tokens of context "
+                         "(median of 3 runs, the sizes in turn)"),
+              std::string::npos)
+        << model << "\n" << r.out;
+  EXPECT_NE(r.out.find("| 16 | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("one draft step costs "), std::string::npos) << r.out;
+}
+
 TEST(EngineText, ParsesIdLists) {
   std::vector<int32_t> ids;
   EXPECT_TRUE(parse_ids("1,2, 3", ids));
