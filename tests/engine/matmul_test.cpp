@@ -442,6 +442,10 @@ TEST(Matmul, LevelQuantizersOfActivationsMatchThePortableOneBitForBit) {
   if (isa_supported(CpuIsa::kAvxVnni)) sets.push_back(&kernels::avxvnni_kernels());
   if (isa_supported(CpuIsa::kAvx512)) sets.push_back(&kernels::avx512_kernels());
 #endif
+#if GHOSTLINE_NEON_KERNELS
+  if (isa_supported(CpuIsa::kNeon)) sets.push_back(&kernels::neon_kernels());
+  if (isa_supported(CpuIsa::kNeonDot)) sets.push_back(&kernels::neondot_kernels());
+#endif
   std::mt19937 rng(17);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   for (const int block : {32, 256}) {
