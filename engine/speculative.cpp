@@ -20,6 +20,11 @@ constexpr double kMinTokensPerCost = 1.05;
 
 // Weight of the newest forward in a running cost, once a few were measured.
 constexpr double kCostWeight = 0.2;
+// Forwards measured before an outlier is clipped to the running cost's range.
+constexpr int kCostClipAfter = 4;
+// A batch of several tokens costs at least a step: one measured at less than this share of
+// the step's figure says the figure is stale (within it, timing noise can explain it).
+constexpr double kStaleBatchShare = 0.75;
 
 // A source skipped this many rounds in a row (its estimate said it would not pay) is tried
 // once more, so that a stale low estimate can recover.
@@ -105,6 +110,11 @@ double AdaptiveK::tokens_per_cost(int k, double a, const SpeculationCosts& costs
 // ---- SpeculationCosts ----
 
 void SpeculationCosts::Mean::add(double x) {
+  // A forward that the OS interrupted (another process, a page fault) can take several times
+  // its usual time: once a few are measured, one counts as at most twice or half the figure,
+  // so that it moves the figure by at most kCostWeight of it. A lasting change of the
+  // machine's load still moves it all the way within a few forwards.
+  if (n >= kCostClipAfter) x = std::clamp(x, 0.5 * ms, 2.0 * ms);
   ++n;
   // The first measurements count equally; later ones with a fixed weight, so that the figure
   // follows the context's depth and the machine's load.
@@ -115,7 +125,20 @@ SpeculationCosts::SpeculationCosts(const VerifyCost& target_prior, const DraftCo
     : prior_(target_prior), draft_prior_(draft_prior) {}
 
 void SpeculationCosts::record_target(int n_tokens, double ms) {
-  if (n_tokens >= 1 && n_tokens <= kMaxTokens && ms > 0) target_[n_tokens].add(ms);
+  if (n_tokens < 1 || n_tokens > kMaxTokens || ms <= 0) return;
+  ++target_forwards_;
+  if (n_tokens == 1) {
+    step_measured_at_ = target_forwards_;
+    batch_below_step_ = false;
+  } else if (target_[1].n > 0 && ms < kStaleBatchShare * target_[1].ms) {
+    batch_below_step_ = true;
+  }
+  target_[n_tokens].add(ms);
+}
+
+bool SpeculationCosts::step_due() const {
+  return step_measured_at_ < 0 || batch_below_step_ ||
+         target_forwards_ - step_measured_at_ >= kStepRefreshForwards;
 }
 
 void SpeculationCosts::record_draft(int n_tokens, double ms) {
@@ -315,7 +338,8 @@ class SpeculativeRun {
                                target_.model().n_ctx() - seq_.n_tokens - 1, max_proposal_});
     drafts_.clear();
     const int ctx_len = static_cast<int>(context_.size());
-    const Source source = choose(room);
+    // A plain step when the measured costs need one: every estimate below is in its units.
+    const Source source = spec_.costs && spec_.costs->step_due() ? Source::None : choose(room);
     if (source == Source::Draft && !propose_with_draft(k_for_draft_)) {
       draft_->pool().truncate(*spec_.draft_seq, std::min(spec_.draft_seq->n_tokens, ctx_len));
       return false;

@@ -102,6 +102,14 @@ class SpeculationCosts {
   }
   bool measured_target(int n_tokens) const;
   bool measured_draft_step() const { return draft_step_.n > 0; }
+  // Whether the next target forward should be a plain step, to measure one: none was yet, or
+  // the last was kStepRefreshForwards target forwards ago, or a verification batch since took
+  // clearly less time than the step's figure (which only a stale figure explains). Every cost of
+  // verification is a ratio to the step, and the step is measured only in rounds that propose
+  // nothing, which a source that is used every round leaves out.
+  bool step_due() const;
+
+  static constexpr int kStepRefreshForwards = 32;
 
  private:
   struct Mean {  // running mean in ms, recent forwards weighted more
@@ -114,6 +122,9 @@ class SpeculationCosts {
   VerifyCost prior_;
   DraftCost draft_prior_;
   Mean target_[kMaxTokens + 1];
+  int64_t target_forwards_ = 0;       // target forwards measured
+  int64_t step_measured_at_ = -1;     // target_forwards_ after the last step, -1: none yet
+  bool batch_below_step_ = false;     // a batch since took clearly less than the step's figure
   Mean draft_step_, draft_catch_up_;  // catch-up: per token
 };
 

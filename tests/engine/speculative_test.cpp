@@ -415,6 +415,30 @@ TEST_F(ShippedPairTest, ADraftThatDisagreesFallsBackToPlainDecoding) {
   std::filesystem::remove(random_draft);
 }
 
+// Every measured cost is a ratio to a plain step, which is measured only in rounds that propose
+// nothing. On text that repeats, n-gram proposals are accepted and pay every round: a plain
+// step still comes first (nothing measured yet) and then at least every kStepRefreshForwards
+// target forwards, so that a step measured long ago (or under another load) cannot make
+// verification look free.
+TEST_F(ShippedPairTest, APlainStepRefreshesTheCostsWhileASourcePaysEveryRound) {
+  std::string text;
+  for (int i = 0; i < 24; ++i) text += "    total += 1\n";
+  const std::vector<int32_t> prompt = target_->model->tokenizer().encode(text);
+  IdentityChecker checker(*target_, *draft_);
+  const VerifyCost cost = target_->gen->verify_cost();
+  AdaptiveK k_ngram = AdaptiveK::for_ngram(cost), unused = AdaptiveK::for_draft(cost, {});
+  SpeculationCosts costs(cost, target_->gen->draft_cost());
+  const SpeculationStats stats = checker.check(prompt, GenerateOptions{.max_tokens = 400},
+                                               Mode::Ngram, unused, k_ngram, "repeats", &costs);
+  ASSERT_GE(stats.accepted_ngram * 10, stats.proposed_ngram * 9) << "the text should repeat";
+  const int plain_steps = stats.target_steps - k_ngram.rounds();
+  // The first round, then one after every kStepRefreshForwards other target forwards.
+  ASSERT_GT(stats.target_steps, SpeculationCosts::kStepRefreshForwards + 1);
+  EXPECT_GE(plain_steps,
+            1 + (stats.target_steps - 1) / (SpeculationCosts::kStepRefreshForwards + 1));
+  EXPECT_LT(plain_steps * 4, stats.target_steps);
+}
+
 TEST_F(ShippedPairTest, StopRulesMatchThePlainLoop) {
   const auto prompts = code_prompts(target_->model->tokenizer(), 1, 150);
   ASSERT_FALSE(prompts.empty());
@@ -910,6 +934,55 @@ TEST(SpeculationCostsTest, AStepIsDerivedFromVerificationBatchesAlone) {
   costs.record_draft(1, 5.0);
   EXPECT_DOUBLE_EQ(costs.verify(4), 2.0);
   EXPECT_DOUBLE_EQ(costs.draft_step(), 0.5);
+}
+
+TEST(SpeculationCostsTest, AStepIsDueUntilMeasuredAndWhenItsFigureIsStale) {
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.25},
+                         {.step = 0.3, .catch_up_per_token = 0.1});
+  EXPECT_TRUE(costs.step_due());
+  costs.record_target(3, 15.0);  // a batch alone does not measure a step
+  EXPECT_TRUE(costs.step_due());
+  costs.record_target(1, 10.0);
+  EXPECT_FALSE(costs.step_due());
+  // Batches, none faster than the step: a step is due once they are kStepRefreshForwards.
+  for (int i = 1; i < SpeculationCosts::kStepRefreshForwards; ++i) {
+    costs.record_target(2 + i % 4, 12.0);
+    costs.record_draft(1, 1.0);  // the draft's forwards do not count
+    EXPECT_FALSE(costs.step_due()) << i;
+  }
+  costs.record_target(2, 12.0);
+  EXPECT_TRUE(costs.step_due());
+  costs.record_target(1, 10.0);
+  EXPECT_FALSE(costs.step_due());
+  // A batch measured a little faster than a step: timing noise.
+  costs.record_target(5, 9.0);
+  EXPECT_FALSE(costs.step_due());
+  // One measured far faster: the step's figure is stale (the machine got faster since), and a
+  // step is due at once.
+  costs.record_target(5, 7.0);
+  EXPECT_TRUE(costs.step_due());
+  costs.record_target(1, 5.0);
+  EXPECT_FALSE(costs.step_due());
+  // Nonsense measures nothing.
+  costs.record_target(0, 1.0);
+  costs.record_target(2, -1.0);
+  EXPECT_FALSE(costs.step_due());
+}
+
+TEST(SpeculationCostsTest, OneInterruptedForwardMovesAFigureLittle) {
+  SpeculationCosts costs({.max_tokens = 8, .per_token = 0.25},
+                         {.step = 0.3, .catch_up_per_token = 0.1});
+  for (int i = 0; i < 6; ++i) costs.record_target(1, 10.0), costs.record_target(5, 20.0);
+  EXPECT_DOUBLE_EQ(costs.verify(4), 2.0);
+  // A step that took ten times as long (the thread was descheduled) counts as twice the figure.
+  costs.record_target(1, 100.0);
+  EXPECT_NEAR(costs.verify(4), 20.0 / 12.0, 1e-9);
+  // One far faster counts as half.
+  costs.record_target(5, 1.0);
+  EXPECT_NEAR(costs.verify(4), 18.0 / 12.0, 1e-9);
+  // A lasting change is followed within a few forwards.
+  for (int i = 0; i < 30; ++i) costs.record_target(1, 40.0), costs.record_target(5, 60.0);
+  EXPECT_NEAR(costs.verify(4), 1.5, 0.01);
 }
 
 TEST(SpeculationCostsTest, ADraftPaysOnlyWhenItsGainBeatsItsCost) {
