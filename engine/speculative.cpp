@@ -137,7 +137,7 @@ void SpeculationCosts::record_target(int n_tokens, double ms) {
 }
 
 bool SpeculationCosts::step_due() const {
-  return step_measured_at_ < 0 || batch_below_step_ ||
+  return target_[1].n == 0 || batch_below_step_ ||
          target_forwards_ - step_measured_at_ >= kStepRefreshForwards;
 }
 

@@ -123,7 +123,7 @@ class SpeculationCosts {
   DraftCost draft_prior_;
   Mean target_[kMaxTokens + 1];
   int64_t target_forwards_ = 0;       // target forwards measured
-  int64_t step_measured_at_ = -1;     // target_forwards_ after the last step, -1: none yet
+  int64_t step_measured_at_ = 0;      // target_forwards_ after the last step
   bool batch_below_step_ = false;     // a batch since took clearly less than the step's figure
   Mean draft_step_, draft_catch_up_;  // catch-up: per token
 };
