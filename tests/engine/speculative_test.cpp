@@ -419,24 +419,28 @@ TEST_F(ShippedPairTest, ADraftThatDisagreesFallsBackToPlainDecoding) {
 // nothing. On text that repeats, n-gram proposals are accepted and pay every round: a plain
 // step still comes first (nothing measured yet) and then at least every kStepRefreshForwards
 // target forwards, so that a step measured long ago (or under another load) cannot make
-// verification look free.
+// verification look free. (How many more rounds propose nothing depends on the timings the
+// machine gives, so only the lower bound is asserted.)
 TEST_F(ShippedPairTest, APlainStepRefreshesTheCostsWhileASourcePaysEveryRound) {
   std::string text;
   for (int i = 0; i < 24; ++i) text += "    total += 1\n";
   const std::vector<int32_t> prompt = target_->model->tokenizer().encode(text);
   IdentityChecker checker(*target_, *draft_);
   const VerifyCost cost = target_->gen->verify_cost();
-  AdaptiveK k_ngram = AdaptiveK::for_ngram(cost), unused = AdaptiveK::for_draft(cost, {});
+  // At most 4 proposals a round, so that the generation takes several refresh periods however
+  // cheap verification is measured.
+  AdaptiveK k_ngram(1, 4, 4, cost.per_token), unused = AdaptiveK::for_draft(cost, {});
   SpeculationCosts costs(cost, target_->gen->draft_cost());
   const SpeculationStats stats = checker.check(prompt, GenerateOptions{.max_tokens = 400},
                                                Mode::Ngram, unused, k_ngram, "repeats", &costs);
+  // The second round is priced with one step measured and the prior's slope: it proposes.
+  ASSERT_GT(k_ngram.rounds(), 0);
   ASSERT_GE(stats.accepted_ngram * 10, stats.proposed_ngram * 9) << "the text should repeat";
   const int plain_steps = stats.target_steps - k_ngram.rounds();
   // The first round, then one after every kStepRefreshForwards other target forwards.
   ASSERT_GT(stats.target_steps, SpeculationCosts::kStepRefreshForwards + 1);
   EXPECT_GE(plain_steps,
             1 + (stats.target_steps - 1) / (SpeculationCosts::kStepRefreshForwards + 1));
-  EXPECT_LT(plain_steps * 4, stats.target_steps);
 }
 
 TEST_F(ShippedPairTest, StopRulesMatchThePlainLoop) {
