@@ -23,27 +23,47 @@ KvBlockPool::KvBlockPool(int n_layer, int kv_dim, size_t byte_budget)
   free_.reserve(n_blocks);
   // Lowest ids are handed out first, which keeps a fresh sequence's blocks contiguous.
   for (size_t i = n_blocks; i-- > 0;) free_.push_back(static_cast<BlockId>(i));
+  map_arena();
+}
+
+void KvBlockPool::map_arena() {
   // The arena is mapped, not filled: pages become resident as blocks are first written, and
   // fresh ones read as zeros. Attention reads one layer of every block of a sequence, runs of
   // a few KiB apart where blocks were reused: in 2 MiB pages (transparent huge pages, where the
   // kernel allows them) they take a few TLB entries instead of one per block and layer.
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t arena_bytes = n_blocks * block_bytes();
-  mapping_bytes_ = arena_bytes + kHugePage;
-  mapping_ =
-      ::mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapping_ == MAP_FAILED) {
-    mapping_ = nullptr;
+  const size_t arena_bytes = refcount_.size() * block_bytes();
+  void* mapping =
+      ::mmap(nullptr, arena_bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+             -1, 0);
+  if (mapping == MAP_FAILED)
     throw std::runtime_error("KvBlockPool: cannot map " + std::to_string(arena_bytes >> 20) +
                              " MiB for the KV cache: " + std::strerror(errno));
-  }
+  mapping_ = mapping;
+  mapping_bytes_ = arena_bytes + kHugePage;
   const auto start = (reinterpret_cast<uintptr_t>(mapping_) + kHugePage - 1) & ~(kHugePage - 1);
   arena_ = reinterpret_cast<uint16_t*>(start);
   platform::advise_huge_pages(arena_, arena_bytes);
 }
 
-KvBlockPool::~KvBlockPool() {
+void KvBlockPool::unmap_arena() {
   if (mapping_) ::munmap(mapping_, mapping_bytes_);
+  mapping_ = nullptr;
+  mapping_bytes_ = 0;
+  arena_ = nullptr;
+}
+
+void KvBlockPool::keep_on_device(std::function<void(BlockId from, BlockId to)> copy) {
+  if (copy) {
+    unmap_arena();
+  } else if (!arena_) {
+    map_arena();
+  }
+  copy_ = std::move(copy);
+}
+
+KvBlockPool::~KvBlockPool() {
+  unmap_arena();
 }
 
 void KvBlockPool::check(BlockId id) const {
@@ -90,6 +110,8 @@ int KvBlockPool::refcount(BlockId id) const {
 // prefetchers follow.
 uint16_t* KvBlockPool::keys(BlockId id, int layer) {
   check(id);
+  if (!arena_)
+    throw std::logic_error("KvBlockPool: the blocks' contents are kept on a device");
   return arena_ + (static_cast<size_t>(layer) * refcount_.size() + static_cast<size_t>(id)) *
                       layer_values();
 }
@@ -142,9 +164,11 @@ void KvBlockPool::prepare_append(KvSequence& seq, int n_new_tokens) {
     BlockId& last = seq.blocks[static_cast<size_t>(seq.n_tokens / kBlockTokens)];
     if (refcount(last) > 1) {
       BlockId copy = allocate();
-      for (int l = 0; l < n_layer_; ++l)
-        std::memcpy(keys(copy, l), keys(last, l), layer_values() * sizeof(uint16_t));
-      if (copy_) copy_(last, copy);
+      if (copy_)
+        copy_(last, copy);
+      else
+        for (int l = 0; l < n_layer_; ++l)
+          std::memcpy(keys(copy, l), keys(last, l), layer_values() * sizeof(uint16_t));
       release(last);
       last = copy;
     }

@@ -46,7 +46,7 @@ class KvBlockPool {
   static constexpr int kBlockTokens = 16;
 
   // kv_dim = n_head_kv * head_dim of the model. The arena holds budget / block_bytes() blocks
-  // (at least one); it is allocated once, here.
+  // (at least one); it is mapped here (see keep_on_device()).
   KvBlockPool(int n_layer, int kv_dim, size_t byte_budget);
   ~KvBlockPool();
   KvBlockPool(const KvBlockPool&) = delete;
@@ -72,12 +72,14 @@ class KvBlockPool {
   // released any.
   void set_reclaim_hook(std::function<bool(int blocks_wanted)> hook) { reclaim_ = std::move(hook); }
 
-  // Called when prepare_append has copied a shared partial block `from` into the fresh block
-  // `to` (copy-on-extend), for a backend that keeps the KV in memory of its own: the CUDA
-  // backend copies the device block too. One hook; an empty function removes it.
-  void set_copy_hook(std::function<void(BlockId from, BlockId to)> hook) {
-    copy_ = std::move(hook);
-  }
+  // For a backend that keeps the blocks' contents in memory of its own (the CUDA backend):
+  // the host arena is unmapped, so that keys() and values() throw, and prepare_append's
+  // copy-on-extend calls `copy` (the backend copies its block) instead of copying on the host.
+  // Blocks, references and sequences stay as they are. An empty function maps a fresh arena
+  // again, whose blocks read as zeros.
+  void keep_on_device(std::function<void(BlockId from, BlockId to)> copy);
+  // Whether the blocks' contents are in this pool's arena.
+  bool on_host() const { return arena_ != nullptr; }
 
   // Keys / values of `layer` in `block`: kBlockTokens * kv_dim F16 values each, arranged as the
   // backend that writes and reads them chooses (the reference backend: a row of kv_dim per
@@ -106,6 +108,8 @@ class KvBlockPool {
 
  private:
   void check(BlockId id) const;
+  void map_arena();
+  void unmap_arena();
   // Values of one layer of one block: its keys and then its values.
   size_t layer_values() const { return static_cast<size_t>(2 * kBlockTokens) * kv_dim_; }
 

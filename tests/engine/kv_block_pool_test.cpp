@@ -104,9 +104,6 @@ TEST(KvBlockPool, SharedPartialBlockIsCopiedBeforeExtending) {
   a.n_tokens = 20;
   std::fill_n(pool.keys(a.blocks[1], 0), 16 * kDim, uint16_t(42));
 
-  std::vector<std::pair<BlockId, BlockId>> copies;  // what a backend's copy hook is told
-  pool.set_copy_hook([&](BlockId from, BlockId to) { copies.emplace_back(from, to); });
-
   KvSequence b = pool.share(a, 20);
   EXPECT_EQ(b.blocks, a.blocks);
   EXPECT_EQ(pool.refcount(a.blocks[0]), 2);
@@ -114,10 +111,9 @@ TEST(KvBlockPool, SharedPartialBlockIsCopiedBeforeExtending) {
   // The full first block stays shared; the partial second one was copied for b.
   EXPECT_EQ(b.blocks[0], a.blocks[0]);
   EXPECT_NE(b.blocks[1], a.blocks[1]);
-  ASSERT_EQ(copies.size(), 1u);
-  EXPECT_EQ(copies[0], std::make_pair(a.blocks[1], b.blocks[1]));
+  const BlockId b_block = b.blocks[1];
   pool.prepare_append(b, 1);  // b's own block now: no copy
-  EXPECT_EQ(copies.size(), 1u);
+  EXPECT_EQ(b.blocks[1], b_block);
   EXPECT_EQ(pool.refcount(a.blocks[1]), 1);
   EXPECT_EQ(pool.keys(b.blocks[1], 0)[5], 42);
   pool.keys(b.blocks[1], 0)[5] = 7;
@@ -129,8 +125,44 @@ TEST(KvBlockPool, SharedPartialBlockIsCopiedBeforeExtending) {
   pool.prepare_append(c, 3);
   EXPECT_EQ(c.blocks[0], a.blocks[0]);
   EXPECT_EQ(c.blocks.size(), 2u);
-  EXPECT_EQ(copies.size(), 1u);
 
+  pool.release(a);
+  pool.release(b);
+  pool.release(c);
+  EXPECT_EQ(pool.stats().blocks_used, 0);
+}
+
+// A device backend keeps the blocks' contents itself: the pool keeps only the blocks' accounts,
+// and its copy-on-extend asks the backend to copy.
+TEST(KvBlockPool, BlocksKeptOnADeviceHaveNoHostArena) {
+  KvBlockPool pool = small_pool(8);
+  ASSERT_TRUE(pool.on_host());
+  std::vector<std::pair<BlockId, BlockId>> copies;
+  pool.keep_on_device([&](BlockId from, BlockId to) { copies.emplace_back(from, to); });
+  EXPECT_FALSE(pool.on_host());
+
+  KvSequence a;
+  pool.prepare_append(a, 20);
+  a.n_tokens = 20;
+  EXPECT_THROW(pool.keys(a.blocks[0], 0), std::logic_error);
+  EXPECT_THROW(pool.values(a.blocks[1], 1), std::logic_error);
+  KvSequence b = pool.share(a, 20);
+  pool.prepare_append(b, 1);
+  EXPECT_EQ(b.blocks[0], a.blocks[0]);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0], std::make_pair(a.blocks[1], b.blocks[1]));
+  pool.prepare_append(b, 1);  // b's own block now: no copy
+  EXPECT_EQ(copies.size(), 1u);
+  EXPECT_EQ(pool.stats().blocks_used, 3);
+
+  // Without the device, a fresh arena: every block reads as zeros and takes writes.
+  pool.keep_on_device(nullptr);
+  ASSERT_TRUE(pool.on_host());
+  EXPECT_EQ(pool.keys(a.blocks[1], 1)[5], 0);
+  pool.values(b.blocks[1], 1)[5] = 9;
+  KvSequence c = pool.share(a, 20);
+  pool.prepare_append(c, 1);
+  EXPECT_EQ(copies.size(), 1u);
   pool.release(a);
   pool.release(b);
   pool.release(c);

@@ -252,8 +252,10 @@ class CudaBackend final : public Backend {
     check(cudaMemsetAsync(kv_.as<void>(), 0, kv_.bytes(), stream_), "cudaMemset");
     reserve(std::max(1, options.max_batch_tokens));
     check(cudaStreamSynchronize(stream_), "upload");
-    // Last: a constructor that throws never runs the destructor that removes the hook.
-    pool_.set_copy_hook([this](BlockId from, BlockId to) {
+    // The device array is the only copy of the blocks: the pool's host arena goes, and its
+    // copy-on-extend copies the device block. Last: a constructor that throws never runs the
+    // destructor that gives the arena back (`--backend auto` then runs on the CPU with it).
+    pool_.keep_on_device([this](BlockId from, BlockId to) {
       const size_t bytes = pool_.block_bytes();
       check(cudaMemcpyAsync(kv_.as<uint8_t>() + size_t(to) * bytes,
                             kv_.as<uint8_t>() + size_t(from) * bytes, bytes,
@@ -263,7 +265,7 @@ class CudaBackend final : public Backend {
   }
 
   ~CudaBackend() override {
-    pool_.set_copy_hook(nullptr);
+    pool_.keep_on_device(nullptr);
     if (profile_) profile_->print();
   }
 
