@@ -194,8 +194,9 @@ TEST(CudaBackendTest, LogitsAndGreedyOutputMatchTheReferenceOnEverySharedModel) 
 }
 
 // The prefix cache hands a sequence's prefix to another (KvBlockPool::share); the first write
-// into a shared partial block copies it (copy-on-extend), on the device through the pool's copy
-// hook. Both sequences then go on, and each must see its own KV: the reference does the same.
+// into a shared partial block copies it (copy-on-extend), on the device through the copy
+// function the backend gave the pool, which then has no host arena. Both sequences then go on,
+// and each must see its own KV: the reference does the same.
 TEST(CudaBackendTest, SharedPrefixExtendedInsideABlockMatchesTheReference) {
   SKIP_WITHOUT_GPU();
   const auto models = cuda_models();
@@ -203,6 +204,8 @@ TEST(CudaBackendTest, SharedPrefixExtendedInsideABlockMatchesTheReference) {
   for (const auto& path : {models.front(), models.back()}) {
     SCOPED_TRACE(path.filename().string());
     Engine cuda(path, BackendKind::Cuda, 64), ref(path, BackendKind::Reference, 64);
+    EXPECT_FALSE(cuda.pool->on_host());
+    EXPECT_TRUE(ref.pool->on_host());
     const int vocab = cuda.model->config().n_vocab;
     const auto prefix = spread_ids(21, vocab, 13), tail_a = spread_ids(3, vocab, 101),
                tail_b = spread_ids(4, vocab, 211);  // 21: mid-block
