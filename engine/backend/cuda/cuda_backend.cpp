@@ -4,10 +4,10 @@
 // and multiply with cuBLAS. K/V live in one device array of pool-capacity blocks addressed by
 // the host pool's BlockIds.
 //
-// The device KV is the only one written: when the pool copies a shared partial block before a
-// sequence extends it (copy-on-extend), its copy hook queues the same copy of the device block
-// on the backend's stream, ahead of the kernels that write into it. Nothing crosses per step but
-// the token ids, the block table and the logits.
+// The device KV is the only copy: the pool keeps no host arena, and when it copies a shared
+// partial block before a sequence extends it (copy-on-extend), the backend queues the copy of
+// the device block on its stream, ahead of the kernels that write into it. Nothing crosses per
+// step but the token ids, the block table and the logits.
 //
 // A step of up to kMaxMatvecTokens tokens (decode, verification) runs as a CUDA graph captured
 // the first time its shape (tokens, logits rows) is seen: one launch instead of ~18 per layer.
@@ -16,7 +16,9 @@
 // every kernel by itself (to measure what the graphs save). Each forward synchronizes once.
 // GHOSTLINE_CUDA_MATVEC=rows computes decode's mat-vecs with the rows kernel, `int8` the
 // quantized types' mat-vecs of every step with integer dot products (cuda_kernels.cuh; `blocks`,
-// the default, the first).
+// the default, the first). GHOSTLINE_CUDA_GEMM=f16 runs the longer batches' products on tensor
+// cores: weights and activations rounded to fp16, sums in F32 (F32 and BF16 weights keep the F32
+// GEMM).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -246,6 +248,13 @@ class CudaBackend final : public Backend {
         std::fprintf(stderr,
                      "ghostline: GHOSTLINE_CUDA_MATVEC=%s: expected blocks, rows or int8\n", v);
     }
+    if (const char* v = std::getenv("GHOSTLINE_CUDA_GEMM"); v && *v) {
+      const std::string_view gemm(v);
+      if (gemm == "f16" || gemm == "f32")
+        gemm_f16_ = gemm == "f16";
+      else
+        std::fprintf(stderr, "ghostline: GHOSTLINE_CUDA_GEMM=%s: expected f32 or f16\n", v);
+    }
     upload_weights();
     kv_ = DeviceBuffer(size_t(pool.capacity()) * pool.block_bytes());
     attn_scratch_ = DeviceBuffer(cuda::attention_scratch_floats(c.n_head, c.head_dim) * 4);
@@ -469,7 +478,11 @@ class CudaBackend final : public Backend {
     proj_ = DeviceBuffer(N * c.n_embd * 4);
     d_io_ = DeviceBuffer((N + 1) * 4);
     h_io_ = PinnedBuffer((N + 1) * 4);
+    // F32 tiles (fp16 ones take half of it).
     if (n > cuda::kMaxMatvecTokens && !tile_.bytes()) tile_ = DeviceBuffer(kTileElems * 4);
+    // The fp16 activations of the widest product (the down projection's input).
+    if (gemm_f16_)
+      x16_ = DeviceBuffer(N * std::max({c.n_embd, c.q_dim(), c.n_ff}) * sizeof(uint16_t));
     max_tokens_ = n;
     graphs_.clear();  // they name the buffers replaced above
     if (max_blocks_ == 0) reserve_blocks(std::max(1, model_.n_ctx() / kB + 1));
@@ -517,11 +530,15 @@ class CudaBackend final : public Backend {
                    y + size_t(t0) * w.rows, accumulate, bias, stream_);
   }
 
-  // y = W x for n tokens: the mat-vec kernel for short batches, F32 GEMM over dequantized
-  // tiles of rows for long ones.
+  // y = W x for n tokens: the mat-vec kernel for short batches, a GEMM over dequantized tiles
+  // of rows for long ones.
   void matmul(const DeviceMatrix& w, const float* x, int n, float* y) {
     if (by_steps(w, n)) {
       matvec_steps(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr);
+      return;
+    }
+    if (gemm_f16(w)) {
+      matmul_f16(w, x, n, y);
       return;
     }
     const int tile_rows = static_cast<int>(std::max<size_t>(1, kTileElems / size_t(w.cols)));
@@ -535,6 +552,42 @@ class CudaBackend final : public Backend {
                         w.cols, x, w.cols, &zero, y + r0, w.rows),
             "cublasSgemm");
     }
+  }
+
+  // Whether w's long products run on tensor cores (GHOSTLINE_CUDA_GEMM=f16): every type whose
+  // values fp16 holds, so not F32, nor BF16 with its wider range.
+  bool gemm_f16(const DeviceMatrix& w) const {
+    return gemm_f16_ && w.type != uint32_t(GgmlType::F32) && w.type != uint32_t(GgmlType::BF16);
+  }
+
+  // y = W x on tensor cores: x rounded to fp16 once, W's rows dequantized to fp16 tiles (an F16
+  // matrix is read in place), products summed in F32.
+  void matmul_f16(const DeviceMatrix& w, const float* x, int n, float* y) {
+    uint16_t* x16 = x16_.as<uint16_t>();
+    cuda::round_to_f16(x, size_t(n) * w.cols, x16, stream_);
+    const bool in_place = w.type == uint32_t(GgmlType::F16);
+    // Tiles of a multiple of 8 rows keep each tile's output 32-byte aligned.
+    const int tile_rows =
+        in_place ? w.rows
+                 : static_cast<int>(std::max<size_t>(8, kTileElems / size_t(w.cols) / 8 * 8));
+    const float one = 1.0f, zero = 0.0f;
+    // The handle is pedantic for the F32 GEMM (no TF32); fp16 inputs with F32 sums are what
+    // this product is, and tensor cores compute exactly that.
+    check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
+      const int rows = std::min(tile_rows, w.rows - r0);
+      const void* tile = w.data;
+      if (!in_place) {
+        cuda::dequantize_rows_f16(w, r0, rows, tile_.as<uint16_t>(), stream_);
+        tile = tile_.as<uint16_t>();
+      }
+      // As in matmul: the tile is W_tile^T (cols x rows) column-major, y_tile = W_tile x.
+      check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, tile,
+                         CUDA_R_16F, w.cols, x16, CUDA_R_16F, w.cols, &zero, y + r0, CUDA_R_32F,
+                         w.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+    }
+    check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
   }
 
   // y = W x + bias (a projection with a bias: qwen2's Q, K, V): in the mat-vec kernel's output
@@ -692,11 +745,12 @@ class CudaBackend final : public Backend {
   DeviceBuffer kv_, attn_scratch_;
   int max_tokens_ = 0, max_blocks_ = 0, max_logits_ = 0;
   // d_io_: the batch's first position, then its token ids.
-  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, d_greedy_, tile_, d_io_,
-      d_blocks_;
+  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, d_greedy_, tile_, x16_,
+      d_io_, d_blocks_;
   PinnedBuffer h_io_, h_blocks_, h_logits_;
 
   const bool use_graphs_;
+  bool gemm_f16_ = false;  // GHOSTLINE_CUDA_GEMM=f16
   std::unique_ptr<StepProfile> profile_;  // GHOSTLINE_CUDA_PROFILE
   bool capturing_ = false;
   // Step graphs by (tokens, logits rows, greedy tokens wanted); after the buffers they name, so

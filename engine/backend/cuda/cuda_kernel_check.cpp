@@ -6,7 +6,8 @@
 // run, so a row a kernel never writes is seen. The host reference dequantizes with the engine's
 // code (gguf::dequantize_row) and sums in double, for the int8 kernel with the activations
 // quantized as it quantizes them; a batch must also give each token the bits it gets alone
-// (speculative verification relies on it).
+// (speculative verification relies on it). Also the GEMM's tiles, dequantized as F32 and as
+// fp16, and activations rounded to fp16.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -407,6 +408,69 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
   }
 }
 
+// A GEMM's tiles: rows [3, rows - 2) of a matrix dequantized as F32 and as fp16 against the
+// host's dequantization (within a float's rounding, and within fp16's), and activations rounded
+// to fp16 against the host's rounding, bit for bit.
+void check_tiles(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
+  Device dev;
+  const auto w = random_rows(type, rows, cols, rng);
+  const cuda::DeviceMatrix m = upload_matrix(dev, type, w, rows, cols);
+  const int row0 = 3, n_rows = rows - 5;
+  const size_t n = size_t(n_rows) * cols;
+  std::vector<float> want(n);
+  for (int r = 0; r < n_rows; ++r)
+    gguf::dequantize_row(type, w.data() + size_t(row0 + r) * m.row_bytes,
+                         want.data() + size_t(r) * cols, cols);
+  float* d32 = dev.alloc<float>(n);
+  uint16_t* d16 = dev.alloc<uint16_t>(n);
+  ok(cudaMemset(d32, 0xFF, n * 4), "poison tile");
+  ok(cudaMemset(d16, 0xFF, n * 2), "poison tile");
+  cuda::dequantize_rows(m, row0, n_rows, d32, nullptr);
+  cuda::dequantize_rows_f16(m, row0, n_rows, d16, nullptr);
+  ok(cudaDeviceSynchronize(), "dequantize_rows");
+  const auto got32 = download(d32, n);
+  const auto got16 = download(d16, n);
+  const std::string what = name_of("tile", type, n_rows, cols, 1);
+  // A K-quant's value is a difference of two products (scale times value, minus min): the
+  // device may round each once (fused multiply-add), so the float tolerance is relative to the
+  // row's largest value; fp16 adds its own rounding, relative to the value.
+  std::vector<double> row_max(size_t(n_rows), 0.0);
+  for (size_t i = 0; i < n; ++i)
+    row_max[i / size_t(cols)] = std::max(row_max[i / size_t(cols)], double(std::abs(want[i])));
+  for (const bool half : {false, true}) {
+    ++ck.result.cases;
+    for (size_t i = 0; i < n; ++i) {
+      const double got = half ? double(cuda_math::half_to_float(got16[i])) : double(got32[i]);
+      const double tol =
+          (half ? std::abs(want[i]) / 1024 : 0.0) + 1e-6 * row_max[i / size_t(cols)] + 1e-7;
+      if (std::isfinite(got) && std::abs(got - want[i]) <= tol) continue;
+      std::ostringstream s;
+      s << what << (half ? " as fp16" : " as F32") << ": row " << i / size_t(cols) << " column "
+        << i % size_t(cols) << ": " << got << ", host " << want[i];
+      ck.result.failures.push_back(s.str());
+      break;
+    }
+  }
+  // Activations of a 7-token batch, with values beyond fp16's range and below its normal range.
+  auto x = random_floats(size_t(7) * cols, rng);
+  x[0] = 1e6f;
+  x[1] = -70000.0f;
+  x[2] = 1e-6f;
+  x[3] = -3e-8f;
+  uint16_t* dx = dev.alloc<uint16_t>(x.size());
+  ok(cudaMemset(dx, 0xFF, x.size() * 2), "poison activations");
+  cuda::round_to_f16(dev.copy(x), x.size(), dx, nullptr);
+  ok(cudaDeviceSynchronize(), "round_to_f16");
+  const auto gotx = download(dx, x.size());
+  ++ck.result.cases;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (gotx[i] != cuda_math::float_to_half(x[i])) {
+      ck.result.failures.push_back("round_to_f16: value " + std::to_string(i) + " (" +
+                                   std::to_string(x[i]) + ") differs from the host's bits");
+      break;
+    }
+}
+
 // The greedy token of rows with many ties (few distinct values) against the host's argmax.
 void check_argmax(Checker& ck, int n_rows, int n, std::mt19937& rng) {
   Device dev;
@@ -479,6 +543,9 @@ KernelCheck check_cuda_kernels() {
   cuda::select_matvec_kernel(selected);
   ck.label.clear();
   ck.int8 = false;
+  for (const GgmlType t : blocks32) check_tiles(ck, t, 19, 96, rng);
+  for (const GgmlType t : blocks256) check_tiles(ck, t, 19, 512, rng);
+  for (const GgmlType t : floats) check_tiles(ck, t, 19, 102, rng);
   check_argmax(ck, 1, 151936, rng);
   check_argmax(ck, 8, 1000, rng);
   check_argmax(ck, 3, 5, rng);

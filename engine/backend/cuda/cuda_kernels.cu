@@ -613,15 +613,27 @@ __global__ void __launch_bounds__(kMatvecWarps* kWarp)
   }
 }
 
-template <GgmlType T>
+// float, or uint16_t for fp16 bits.
+template <GgmlType T, typename Out>
 __global__ void dequantize_rows_kernel(const uint8_t* w, size_t row_bytes, int row0, int n_rows,
-                                       int cols, float* out) {
+                                       int cols, Out* out) {
   const size_t n = size_t(n_rows) * cols;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     const int r = int(i / cols), c = int(i % cols);
-    out[i] = dequant<T>(w + size_t(row0 + r) * row_bytes, c);
+    const float v = dequant<T>(w + size_t(row0 + r) * row_bytes, c);
+    if constexpr (sizeof(Out) == 2)
+      out[i] = m::float_to_half(v);
+    else
+      out[i] = v;
   }
+}
+
+__global__ void round_to_f16_kernel(const float* __restrict__ x, size_t n,
+                                    uint16_t* __restrict__ out) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = m::float_to_half(x[i]);
 }
 
 template <GgmlType T>
@@ -1242,6 +1254,20 @@ void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cu
     dequantize_rows_kernel<T><<<grid_for(size_t(n_rows) * w.cols, threads), threads, 0, s>>>(
         w.data, w.row_bytes, row0, n_rows, w.cols, out);
   });
+}
+
+void dequantize_rows_f16(const DeviceMatrix& w, int row0, int n_rows, uint16_t* out,
+                         cudaStream_t s) {
+  const int threads = 256;
+  with_type(w.type, [&]<GgmlType T>() {
+    dequantize_rows_kernel<T><<<grid_for(size_t(n_rows) * w.cols, threads), threads, 0, s>>>(
+        w.data, w.row_bytes, row0, n_rows, w.cols, out);
+  });
+}
+
+void round_to_f16(const float* x, size_t n, uint16_t* out, cudaStream_t s) {
+  if (n == 0) return;
+  round_to_f16_kernel<<<grid_for(n, 256), 256, 0, s>>>(x, n, out);
 }
 
 void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,

@@ -80,6 +80,11 @@ bool matvec_swiglu_normed(const DeviceMatrix& gate, const DeviceMatrix& up, cons
 
 // Rows [row0, row0 + n_rows) of w as float32, row-major, for a GEMM tile.
 void dequantize_rows(const DeviceMatrix& w, int row0, int n_rows, float* out, cudaStream_t s);
+// The same rows rounded to fp16 bits (cuda_math::float_to_half), for a GEMM on tensor cores.
+void dequantize_rows_f16(const DeviceMatrix& w, int row0, int n_rows, uint16_t* out,
+                         cudaStream_t s);
+// out[i] = x[i] rounded to fp16 bits (cuda_math::float_to_half), i < n.
+void round_to_f16(const float* x, size_t n, uint16_t* out, cudaStream_t s);
 
 // x[t] = row token[t] of the embedding matrix.
 void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
