@@ -110,13 +110,18 @@ struct PinnedAllocator {
 using DeviceBuffer = CudaBuffer<DeviceAllocator>;
 using PinnedBuffer = CudaBuffer<PinnedAllocator>;
 
-// The backend's stream and cuBLAS handle: created first and released last, also when a later
-// step of the backend's constructor throws.
+// Layers of a long batch the host queues ahead of the device at most (see run_layers).
+constexpr int kLayersAhead = 2;
+
+// The backend's stream, cuBLAS handle and the events that mark queued layers done: created
+// first and released last, also when a later step of the backend's constructor throws.
 class CudaContext {
  public:
   CudaContext() {
     check(cudaSetDevice(0), "cudaSetDevice");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (cudaEvent_t& e : layer_done_)
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
     check(cublasCreate(&cublas_), "cublasCreate");
     check(cublasSetStream(cublas_, stream_), "cublasSetStream");
     // Plain F32 GEMMs (no TF32): prefill logits stay within the F32 tolerance of the oracle.
@@ -125,16 +130,21 @@ class CudaContext {
   ~CudaContext() {
     if (stream_) cudaStreamSynchronize(stream_);
     if (cublas_) cublasDestroy(cublas_);
+    for (cudaEvent_t e : layer_done_)
+      if (e) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
   }
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  // The event recorded after layer l of a batch (one of kLayersAhead, in turn).
+  cudaEvent_t layer_done(int l) const { return layer_done_[l % kLayersAhead]; }
 
  private:
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  cudaEvent_t layer_done_[kLayersAhead] = {};
 };
 
 // An instantiated graph, destroyed with it.
@@ -645,6 +655,12 @@ class CudaBackend final : public Backend {
   }
 
   // Queues the layers of a batch of n tokens; false when `cancel` was seen between layers.
+  // The device runs whatever was queued, and queuing every layer takes the host far less than
+  // the device needs to run them: a cancel seen between layers would come after all of them
+  // were queued, and a long prefill would run to its end. So outside a graph's capture, a
+  // batch longer than a step (with a cancel flag) queues layer l only once layer
+  // l - kLayersAhead has run: the device always has the next layer queued, and a cancel stops
+  // it within about kLayersAhead layers' work.
   bool run_layers(const std::atomic<bool>* cancel, int n) {
     const ModelConfig& c = model_.config();
     const int E = c.n_embd;
@@ -664,7 +680,10 @@ class CudaBackend final : public Backend {
 
     cuda::embed(embd_, tokens, n, x, stream_);
     mark("embedding");
+    const bool paced = cancel && !capturing_ && n > cuda::kMaxMatvecTokens;
     for (int l = 0; l < c.n_layer; ++l) {
+      if (paced && l >= kLayersAhead)
+        check(cudaEventSynchronize(context_->layer_done(l)), "wait for a layer");
       if (l > 0 && cancel && cancel->load(std::memory_order_relaxed)) return false;
       const LayerMatrices& lw = layers_[size_t(l)];
       const bool step = n <= cuda::kMaxMatvecTokens;
@@ -704,6 +723,7 @@ class CudaBackend final : public Backend {
       mark("ffn gate, up, SwiGLU");
       matmul_add(lw.w_down, gate, n, x, proj);
       mark("ffn down");
+      if (paced) check(cudaEventRecord(context_->layer_done(l), stream_), "mark a layer done");
     }
     check(cudaGetLastError(), "kernel launch");
     return true;
