@@ -1,9 +1,12 @@
 // `ghostline bench -m FILE -p 512 -n 128 -t N`: prompt processing and generation speed in the
 // shape of llama-bench's table (pp512 / tg128, tokens per second, mean ± stddev over -r runs),
-// so that the two can be compared side by side; plus peak RSS. `--speculative` measures
-// speculative decoding instead (cmd_bench_speculative.cpp).
+// so that the two can be compared side by side; plus peak RSS. `--cancel-after MS` also times
+// how soon a prompt's batch stops once cancelled MS milliseconds into it. `--speculative`
+// measures speculative decoding instead (cmd_bench_speculative.cpp).
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +14,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "base/clock.h"
 #include "daemon/cli/arg_parser.h"
@@ -65,6 +69,7 @@ int bench_main(std::span<char* const> args) {
     if (std::string_view(arg) == "--speculative") return bench_speculative_main(args);
   std::string model_path;
   int n_prompt = 512, n_gen = 128, threads = 2, reps = 5, depth = 0;
+  double cancel_after_ms = -1;
   ArgParser parser("ghostline bench",
                    "Measure prompt processing (ppN) and generation (tgN) speed like llama-bench.");
   parser.option("-m,--model", "FILE|NAME", "the GGUF model: a file or a pulled name", &model_path);
@@ -75,12 +80,20 @@ int bench_main(std::span<char* const> args) {
   parser.option("-d,--n-depth", "N",
                 "tokens of context already in the KV cache before each test (as llama-bench -d)",
                 &depth);
+  parser.option("--cancel-after", "MS",
+                "also cancel each prompt batch MS ms after it starts and time how soon it stops",
+                &cancel_after_ms);
   BackendChoice backend = BackendChoice::Auto;
   add_backend_option(parser, backend);
   if (auto rc = parser.parse(args)) return *rc;
   if (model_path.empty() || n_prompt < 0 || n_gen < 0 || depth < 0 || reps < 1 || threads < 1) {
     std::fprintf(stderr, "ghostline bench: need -m FILE, -p/-n/-d >= 0, -r >= 1, -t >= 1\n\n%s",
                  parser.help().c_str());
+    return 2;
+  }
+  const bool time_cancel = cancel_after_ms >= 0;
+  if (time_cancel && n_prompt == 0) {
+    std::fprintf(stderr, "ghostline bench: --cancel-after cancels the prompt's batch: need -p N\n");
     return 2;
   }
 
@@ -123,6 +136,24 @@ int bench_main(std::span<char* const> args) {
       pool.release(seq);
       return n_prompt / s;
     };
+    // A batch cancelled cancel_after_ms into it: the milliseconds from the cancel to the return
+    // of forward, or a negative figure when it ended before the cancel.
+    auto run_cancelled = [&] {
+      KvSequence seq = pool.share(context, depth);
+      std::atomic<bool> cancel{false};
+      Clock::time_point cancelled_at;
+      std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(cancel_after_ms));
+        cancelled_at = Clock::now();
+        cancel.store(true);
+      });
+      const bool finished = gen.forward(seq, prompt, LogitsRequest::last_n_of(1), &cancel);
+      const auto returned = Clock::now();
+      canceller.join();
+      pool.release(seq);
+      return finished ? -1.0 : std::chrono::duration<double, std::milli>(returned - cancelled_at)
+                                   .count();
+    };
     auto run_tg = [&] {
       KvSequence seq = pool.share(context, depth);
       int32_t token = static_cast<int32_t>(rng() % uint32_t(c.n_vocab));
@@ -162,6 +193,21 @@ int bench_main(std::span<char* const> args) {
       std::vector<double> samples;
       for (int r = 0; r < reps; ++r) samples.push_back(run_tg());
       row("tg" + std::to_string(n_gen) + at_depth, samples);
+    }
+    if (time_cancel) {
+      std::vector<double> stops;
+      for (int r = 0; r < reps; ++r)
+        if (const double ms = run_cancelled(); ms >= 0) stops.push_back(ms);
+      std::printf("\ncancel %.1f ms into pp%d%s: ", cancel_after_ms, n_prompt, at_depth.c_str());
+      if (stops.empty()) {
+        std::printf("every batch ended before the cancel (%d runs)\n", reps);
+      } else {
+        const Figure f = summarize(stops);
+        double worst = 0;
+        for (double ms : stops) worst = std::max(worst, ms);
+        std::printf("stopped %.2f ± %.2f ms after it (max %.2f), %zu of %d runs cancelled\n",
+                    f.mean, f.stddev, worst, stops.size(), reps);
+      }
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

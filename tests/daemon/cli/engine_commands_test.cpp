@@ -183,6 +183,19 @@ TEST(EngineCommands, BenchPrintsALlamaBenchTable) {
   EXPECT_NE(r.out.find("peak RSS"), std::string::npos);
 }
 
+// How soon a cancelled batch stops: a line after the table, whichever way the race went; a
+// cancel needs a prompt batch.
+TEST(EngineCommands, BenchTimesACancelledPromptBatch) {
+  const CommandResult r = run("bench -m " + kModels +
+                              "ref-qwen2-dscoder-q4_0.gguf -p 32 -n 0 -r 2 -t 1 --cancel-after 0");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("| cpu | 1 | pp32 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ncancel 0.0 ms into pp32: "), std::string::npos) << r.out;
+  EXPECT_EQ(run("bench -m " + kModels + "ref-qwen2-dscoder-q4_0.gguf -p 0 -n 4 --cancel-after 5")
+                .rc,
+            2);
+}
+
 // The shipped pair, every mode on a window of this repository's code twice over: greedy output
 // the same in every mode, and a cost table for each model with a row per batch size.
 TEST(EngineCommands, BenchSpeculativeComparesTheModesAndTablesTheCosts) {
