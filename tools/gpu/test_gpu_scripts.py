@@ -67,6 +67,8 @@ class CheckWithoutGpuTest(unittest.TestCase):
         self.assertEqual(len(re.findall(r"^\| tiny \(for [01]\.5B\) \| Q(8_0|4_K_M) \| cpu \| (pp512|tg128) \|", report,
                                         re.MULTILINE)), 8)
         self.assertEqual(len(re.findall(r"tg64 @ d4096", report)), 2)
+        self.assertRegex(report, r"A cancelled prefill, tiny \(for 1\.5B\) Q4_K_M .*: cancel 20\.0 ms into pp256: "
+                                 r"(stopped|every batch ended)")
         self.assertEqual(len(re.findall(r"^- .*keystrokes 8: prefilled", report, re.MULTILINE)), 5)
         self.assertEqual(len(re.findall(r"^\| tiny \(for [01]\.5B\) \| Q(8_0|4_K_M) \| (2|4|8|24) \| [0-9.]+ \| [0-9.]+x \|$",
                                         report, re.MULTILINE)), 8)
