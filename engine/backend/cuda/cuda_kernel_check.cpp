@@ -409,8 +409,9 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
 }
 
 // A GEMM's tiles: rows [3, rows - 2) of a matrix dequantized as F32 and as fp16 against the
-// host's dequantization (within a float's rounding, and within fp16's), and activations rounded
-// to fp16 against the host's rounding, bit for bit.
+// host's dequantization (within a float's rounding, and within fp16's), by chunks of 32 values
+// where rows are made of them and value by value where not (102 float values), and activations
+// rounded to fp16 against the host's rounding, bit for bit.
 void check_tiles(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
   Device dev;
   const auto w = random_rows(type, rows, cols, rng);
