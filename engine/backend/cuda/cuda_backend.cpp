@@ -506,6 +506,7 @@ class CudaBackend final : public Backend {
     logits_ = DeviceBuffer(bytes);
     h_logits_ = PinnedBuffer(bytes);  // the logits, or the greedy tokens, on their way out
     d_greedy_ = DeviceBuffer(size_t(m) * sizeof(int32_t));
+    d_argmax_ = DeviceBuffer(cuda::argmax_scratch_bytes(m, model_.config().n_vocab));
     max_logits_ = m;
     graphs_.clear();
   }
@@ -745,7 +746,8 @@ class CudaBackend final : public Backend {
     }
     mark("output");
     if (!greedy) return;
-    cuda::argmax_rows(logits_.as<float>(), m, c.n_vocab, d_greedy_.as<int32_t>(), stream_);
+    cuda::argmax_rows(logits_.as<float>(), m, c.n_vocab, d_argmax_.as<void>(),
+                      d_greedy_.as<int32_t>(), stream_);
     mark("argmax");
   }
 
@@ -765,8 +767,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer kv_, attn_scratch_;
   int max_tokens_ = 0, max_blocks_ = 0, max_logits_ = 0;
   // d_io_: the batch's first position, then its token ids.
-  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, d_greedy_, tile_, x16_,
-      d_io_, d_blocks_;
+  DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_, d_greedy_, d_argmax_, tile_,
+      x16_, d_io_, d_blocks_;
   PinnedBuffer h_io_, h_blocks_, h_logits_;
 
   const bool use_graphs_;

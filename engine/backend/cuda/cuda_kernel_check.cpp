@@ -473,14 +473,23 @@ void check_tiles(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& r
 }
 
 // The greedy token of rows with many ties (few distinct values) against the host's argmax.
-void check_argmax(Checker& ck, int n_rows, int n, std::mt19937& rng) {
+// `planted`: the largest value only at a few random positions of each row (mostly past the
+// first of the ranges a long row is split into), so that the winner is found in a later range,
+// often with a tie in another.
+void check_argmax(Checker& ck, int n_rows, int n, std::mt19937& rng, bool planted = false) {
   Device dev;
   std::vector<float> logits(size_t(n_rows) * n);
-  for (float& v : logits) v = float(int(rng() % 7)) - 3.0f;
+  for (float& v : logits) v = float(int(rng() % (planted ? 6 : 7))) - 3.0f;
+  if (planted)
+    for (int r = 0; r < n_rows; ++r)
+      for (int k = 0; k < 1 + r % 3; ++k) logits[size_t(r) * n + rng() % uint32_t(n)] = 3.0f;
   const float* d_logits = dev.copy(logits);
   int32_t* d_out = dev.alloc<int32_t>(size_t(n_rows));
   ok(cudaMemset(d_out, 0xFF, size_t(n_rows) * 4), "poison ids");
-  cuda::argmax_rows(d_logits, n_rows, n, d_out, nullptr);
+  const size_t scratch = cuda::argmax_scratch_bytes(n_rows, n);
+  void* d_scratch = scratch > 0 ? static_cast<void*>(dev.alloc<std::byte>(scratch)) : nullptr;
+  if (d_scratch) ok(cudaMemset(d_scratch, 0xFF, scratch), "poison the winners of the parts");
+  cuda::argmax_rows(d_logits, n_rows, n, d_scratch, d_out, nullptr);
   ok(cudaDeviceSynchronize(), "argmax_rows");
   const auto got = download(d_out, size_t(n_rows));
   ++ck.result.cases;
@@ -550,6 +559,8 @@ KernelCheck check_cuda_kernels() {
   check_argmax(ck, 1, 151936, rng);
   check_argmax(ck, 8, 1000, rng);
   check_argmax(ck, 3, 5, rng);
+  check_argmax(ck, 6, 151936, rng, /*planted=*/true);
+  check_argmax(ck, 3, 40000, rng, /*planted=*/true);
   return ck.result;
 }
 

@@ -93,8 +93,12 @@ void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float
 void rmsnorm(const float* x, const float* weight, int n_rows, int n, float eps, float* out,
              cudaStream_t s);
 // out[r] = the greedy token of row r of `logits` (n_rows rows of n floats), by
-// cuda_math::argmax_push: the index of the largest value, ties to the lowest.
-void argmax_rows(const float* logits, int n_rows, int n, int32_t* out, cudaStream_t s);
+// cuda_math::argmax_push: the index of the largest value, ties to the lowest. A long row is
+// split over many blocks, whose winners go through `scratch` (argmax_scratch_bytes(n_rows, n)
+// of device memory; none for a short row).
+size_t argmax_scratch_bytes(int n_rows, int n);
+void argmax_rows(const float* logits, int n_rows, int n, void* scratch, int32_t* out,
+                 cudaStream_t s);
 void add_bias(float* y, const float* bias, int n_rows, int n, cudaStream_t s);
 void add_in_place(float* x, const float* y, size_t n, cudaStream_t s);
 void swiglu(float* gate, const float* up, size_t n, cudaStream_t s);
