@@ -490,8 +490,9 @@ class CudaBackend final : public Backend {
     h_io_ = PinnedBuffer((N + 1) * 4);
     // F32 tiles (fp16 ones take half of it).
     if (n > cuda::kMaxMatvecTokens && !tile_.bytes()) tile_ = DeviceBuffer(kTileElems * 4);
-    // The fp16 activations of the widest product (the down projection's input).
-    if (gemm_f16_)
+    // The fp16 activations of the widest product (the down projection's input), for the
+    // batches that take a GEMM.
+    if (gemm_f16_ && n > cuda::kMaxMatvecTokens)
       x16_ = DeviceBuffer(N * std::max({c.n_embd, c.q_dim(), c.n_ff}) * sizeof(uint16_t));
     max_tokens_ = n;
     graphs_.clear();  // they name the buffers replaced above
@@ -548,57 +549,51 @@ class CudaBackend final : public Backend {
       matvec_steps(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr);
       return;
     }
-    if (gemm_f16(w)) {
-      matmul_f16(w, x, n, y);
-      return;
-    }
-    const int tile_rows = static_cast<int>(std::max<size_t>(1, kTileElems / size_t(w.cols)));
+    // With gemm_f16(w) on tensor cores: x rounded to fp16 once, W's rows dequantized to fp16
+    // tiles (an F16 matrix is read in place, as one tile), products summed in F32. Otherwise
+    // F32 tiles and pedantic F32.
+    const bool f16 = gemm_f16(w), in_place = f16 && w.type == uint32_t(GgmlType::F16);
+    const size_t fit = kTileElems / size_t(w.cols);
+    // fp16 tiles of a multiple of 8 rows keep each tile's output 32-byte aligned.
+    const int tile_rows = in_place ? w.rows
+                          : f16    ? static_cast<int>(std::max<size_t>(8, fit / 8 * 8))
+                                   : static_cast<int>(std::max<size_t>(1, fit));
     const float one = 1.0f, zero = 0.0f;
+    uint16_t* x16 = x16_.as<uint16_t>();
+    if (f16) {
+      cuda::round_to_f16(x, size_t(n) * w.cols, x16, stream_);
+      // The handle is pedantic for the F32 GEMM (no TF32); fp16 inputs with F32 sums are what
+      // this product is, and tensor cores compute exactly that.
+      check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    }
     for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
       const int rows = std::min(tile_rows, w.rows - r0);
-      cuda::dequantize_rows(w, r0, rows, tile_.as<float>(), stream_);
       // Column-major view: the tile is W_tile^T (cols x rows), x is cols x n, y is rows x n
       // with leading dimension w.rows; y_tile = W_tile x.
-      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, tile_.as<float>(),
-                        w.cols, x, w.cols, &zero, y + r0, w.rows),
-            "cublasSgemm");
+      if (!f16) {
+        cuda::dequantize_rows(w, r0, rows, tile_.as<float>(), stream_);
+        check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one,
+                          tile_.as<float>(), w.cols, x, w.cols, &zero, y + r0, w.rows),
+              "cublasSgemm");
+        continue;
+      }
+      const void* tile = w.data;
+      if (!in_place) {
+        cuda::dequantize_rows_f16(w, r0, rows, tile_.as<uint16_t>(), stream_);
+        tile = tile_.as<uint16_t>();
+      }
+      check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, tile,
+                         CUDA_R_16F, w.cols, x16, CUDA_R_16F, w.cols, &zero, y + r0, CUDA_R_32F,
+                         w.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
     }
+    if (f16) check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
   }
 
   // Whether w's long products run on tensor cores (GHOSTLINE_CUDA_GEMM=f16): every type whose
   // values fp16 holds, so not F32, nor BF16 with its wider range.
   bool gemm_f16(const DeviceMatrix& w) const {
     return gemm_f16_ && w.type != uint32_t(GgmlType::F32) && w.type != uint32_t(GgmlType::BF16);
-  }
-
-  // y = W x on tensor cores: x rounded to fp16 once, W's rows dequantized to fp16 tiles (an F16
-  // matrix is read in place), products summed in F32.
-  void matmul_f16(const DeviceMatrix& w, const float* x, int n, float* y) {
-    uint16_t* x16 = x16_.as<uint16_t>();
-    cuda::round_to_f16(x, size_t(n) * w.cols, x16, stream_);
-    const bool in_place = w.type == uint32_t(GgmlType::F16);
-    // Tiles of a multiple of 8 rows keep each tile's output 32-byte aligned.
-    const int tile_rows =
-        in_place ? w.rows
-                 : static_cast<int>(std::max<size_t>(8, kTileElems / size_t(w.cols) / 8 * 8));
-    const float one = 1.0f, zero = 0.0f;
-    // The handle is pedantic for the F32 GEMM (no TF32); fp16 inputs with F32 sums are what
-    // this product is, and tensor cores compute exactly that.
-    check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
-      const int rows = std::min(tile_rows, w.rows - r0);
-      const void* tile = w.data;
-      if (!in_place) {
-        cuda::dequantize_rows_f16(w, r0, rows, tile_.as<uint16_t>(), stream_);
-        tile = tile_.as<uint16_t>();
-      }
-      // As in matmul: the tile is W_tile^T (cols x rows) column-major, y_tile = W_tile x.
-      check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, tile,
-                         CUDA_R_16F, w.cols, x16, CUDA_R_16F, w.cols, &zero, y + r0, CUDA_R_32F,
-                         w.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmEx");
-    }
-    check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
   }
 
   // y = W x + bias (a projection with a bias: qwen2's Q, K, V): in the mat-vec kernel's output
