@@ -410,8 +410,7 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
 
 // A GEMM's tiles: rows [3, rows - 2) of a matrix dequantized as F32 and as fp16 against the
 // host's dequantization (within a float's rounding, and within fp16's), by chunks of 32 values
-// where rows are made of them and value by value where not (102 float values), and activations
-// rounded to fp16 against the host's rounding, bit for bit.
+// where rows are made of them and value by value where not (102 float values).
 void check_tiles(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
   Device dev;
   const auto w = random_rows(type, rows, cols, rng);
@@ -452,7 +451,12 @@ void check_tiles(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& r
       break;
     }
   }
-  // Activations of a 7-token batch, with values beyond fp16's range and below its normal range.
+}
+
+// The fp16 GEMM's activations: a 7-token batch of `cols` values, with values beyond fp16's range
+// and below its normal range, rounded to fp16 against the host's rounding, bit for bit.
+void check_round_to_f16(Checker& ck, int cols, std::mt19937& rng) {
+  Device dev;
   auto x = random_floats(size_t(7) * cols, rng);
   x[0] = 1e6f;
   x[1] = -70000.0f;
@@ -556,6 +560,7 @@ KernelCheck check_cuda_kernels() {
   for (const GgmlType t : blocks32) check_tiles(ck, t, 19, 96, rng);
   for (const GgmlType t : blocks256) check_tiles(ck, t, 19, 512, rng);
   for (const GgmlType t : floats) check_tiles(ck, t, 19, 102, rng);
+  check_round_to_f16(ck, 102, rng);
   check_argmax(ck, 1, 151936, rng);
   check_argmax(ck, 8, 1000, rng);
   check_argmax(ck, 3, 5, rng);
