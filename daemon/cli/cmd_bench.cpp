@@ -203,10 +203,9 @@ int bench_main(std::span<char* const> args) {
         std::printf("every batch ended before the cancel (%d runs)\n", reps);
       } else {
         const Figure f = summarize(stops);
-        double worst = 0;
-        for (double ms : stops) worst = std::max(worst, ms);
         std::printf("stopped %.2f ± %.2f ms after it (max %.2f), %zu of %d runs cancelled\n",
-                    f.mean, f.stddev, worst, stops.size(), reps);
+                    f.mean, f.stddev, *std::max_element(stops.begin(), stops.end()),
+                    stops.size(), reps);
       }
     }
     rusage usage{};
