@@ -53,6 +53,19 @@ TEST(CudaMathTest, FloatToHalfRoundsAsTheQuantCode) {
   EXPECT_NE(m::float_to_half(NAN) & 0x3FF, 0);
 }
 
+TEST(CudaMathTest, SaturatedHalvesHoldOutliersAtTheLargestFiniteValue) {
+  for (float v : {65520.0f, 70000.0f, 1e6f, 1e30f, INFINITY}) {
+    EXPECT_EQ(m::float_to_half_saturated(v), 0x7BFF) << v;  // 65504
+    EXPECT_EQ(m::float_to_half_saturated(-v), 0xFBFF) << -v;
+  }
+  // within range (65519 rounds down to 65504): the rounding of float_to_half, bit for bit
+  for (float v : {0.0f, -0.0f, 1.5f, -2.75e-6f, 3e-8f, 65504.0f, 65519.0f, -65519.0f, 1234.5f})
+    EXPECT_EQ(m::float_to_half_saturated(v), m::float_to_half(v)) << v;
+  const uint16_t nan = m::float_to_half_saturated(NAN);
+  EXPECT_EQ(nan & 0x7C00, 0x7C00);
+  EXPECT_NE(nan & 0x3FF, 0);
+}
+
 // Random blocks of `type` with sane fp16 scales at the given offsets (random bytes elsewhere).
 std::vector<uint8_t> random_row(GgmlType type, int n, std::initializer_list<int> scale_offsets,
                                 std::mt19937& rng) {

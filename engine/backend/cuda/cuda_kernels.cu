@@ -664,7 +664,7 @@ __global__ void round_to_f16_kernel(const float* __restrict__ x, size_t n,
                                     uint16_t* __restrict__ out) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    out[i] = m::float_to_half(x[i]);
+    out[i] = m::float_to_half_saturated(x[i]);
 }
 
 template <GgmlType T>

@@ -107,6 +107,18 @@ GHOSTLINE_HD uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
+// float_to_half for the fp16 GEMM's activations: finite values past fp16's range (from 65,520
+// on, which round to infinity) and the infinities become +-65,504, so that a rare outlier costs
+// precision instead of spreading infinities and NaNs through every product it enters. NaN stays
+// NaN.
+GHOSTLINE_HD uint16_t float_to_half_saturated(float f) {
+  const uint32_t x = float_to_bits(f);
+  const uint32_t abs = x & 0x7FFFFFFF;
+  if (abs >= 0x477FF000 && abs <= 0x7F800000)
+    return static_cast<uint16_t>(((x >> 16) & 0x8000) | 0x7BFF);
+  return float_to_half(f);
+}
+
 GHOSTLINE_HD float bf16_to_float(uint16_t h) {
   return bits_to_float(static_cast<uint32_t>(h) << 16);
 }
