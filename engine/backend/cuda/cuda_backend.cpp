@@ -66,6 +66,46 @@ void check(cublasStatus_t s, const char* what) {
     throw std::runtime_error(std::string("cuBLAS: ") + what + ": status " + std::to_string(int(s)));
 }
 
+}  // namespace
+
+namespace cuda {
+
+// The fp16 GEMM of a long batch (GHOSTLINE_CUDA_GEMM=f16), y = W x for n tokens on tensor
+// cores: x rounded to fp16 into x16 (n * w.cols values), W's rows dequantized to fp16 tiles of
+// tile_rows rows into `tile` (an F16 matrix is read in place, as one tile), products summed in
+// F32. The handle (whose stream is s) takes CUBLAS_DEFAULT_MATH for the product and is left
+// pedantic, as the backend keeps it for its F32 GEMMs. Also called by the kernel check
+// (cuda_kernel_check.cpp), which declares it.
+void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
+                uint16_t* tile, int tile_rows, float* y, cudaStream_t s) {
+  const bool in_place = w.type == uint32_t(GgmlType::F16);
+  if (in_place) tile_rows = w.rows;
+  const float one = 1.0f, zero = 0.0f;
+  round_to_f16(x, size_t(n) * w.cols, x16, s);
+  // The handle is pedantic for the F32 GEMM (no TF32); fp16 inputs with F32 sums are what this
+  // product is, and tensor cores compute exactly that.
+  check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
+    const int rows = std::min(tile_rows, w.rows - r0);
+    // Column-major view: the tile is W_tile^T (cols x rows), x is cols x n, y is rows x n with
+    // leading dimension w.rows; y_tile = W_tile x.
+    const void* t = w.data;
+    if (!in_place) {
+      dequantize_rows_f16(w, r0, rows, tile, s);
+      t = tile;
+    }
+    check(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, t, CUDA_R_16F, w.cols,
+                       x16, CUDA_R_16F, w.cols, &zero, y + r0, CUDA_R_32F, w.rows,
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+  }
+  check(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+}
+
+}  // namespace cuda
+
+namespace {
+
 // Memory from one of CUDA's allocators, freed with it.
 template <typename Allocator>
 class CudaBuffer {
@@ -549,45 +589,25 @@ class CudaBackend final : public Backend {
       matvec_steps(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr);
       return;
     }
-    // With gemm_f16(w) on tensor cores: x rounded to fp16 once, W's rows dequantized to fp16
-    // tiles (an F16 matrix is read in place, as one tile), products summed in F32. Otherwise
-    // F32 tiles and pedantic F32.
-    const bool f16 = gemm_f16(w), in_place = f16 && w.type == uint32_t(GgmlType::F16);
+    // With gemm_f16(w) on tensor cores (cuda::matmul_f16), by fp16 tiles of a multiple of 8
+    // rows, which keeps each tile's output 32-byte aligned. Otherwise F32 tiles and pedantic F32.
     const size_t fit = kTileElems / size_t(w.cols);
-    // fp16 tiles of a multiple of 8 rows keep each tile's output 32-byte aligned.
-    const int tile_rows = in_place ? w.rows
-                          : f16    ? static_cast<int>(std::max<size_t>(8, fit / 8 * 8))
-                                   : static_cast<int>(std::max<size_t>(1, fit));
-    const float one = 1.0f, zero = 0.0f;
-    uint16_t* x16 = x16_.as<uint16_t>();
-    if (f16) {
-      cuda::round_to_f16(x, size_t(n) * w.cols, x16, stream_);
-      // The handle is pedantic for the F32 GEMM (no TF32); fp16 inputs with F32 sums are what
-      // this product is, and tensor cores compute exactly that.
-      check(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    if (gemm_f16(w)) {
+      cuda::matmul_f16(cublas_, w, x, n, x16_.as<uint16_t>(), tile_.as<uint16_t>(),
+                       static_cast<int>(std::max<size_t>(8, fit / 8 * 8)), y, stream_);
+      return;
     }
+    const int tile_rows = static_cast<int>(std::max<size_t>(1, fit));
+    const float one = 1.0f, zero = 0.0f;
     for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
       const int rows = std::min(tile_rows, w.rows - r0);
       // Column-major view: the tile is W_tile^T (cols x rows), x is cols x n, y is rows x n
       // with leading dimension w.rows; y_tile = W_tile x.
-      if (!f16) {
-        cuda::dequantize_rows(w, r0, rows, tile_.as<float>(), stream_);
-        check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one,
-                          tile_.as<float>(), w.cols, x, w.cols, &zero, y + r0, w.rows),
-              "cublasSgemm");
-        continue;
-      }
-      const void* tile = w.data;
-      if (!in_place) {
-        cuda::dequantize_rows_f16(w, r0, rows, tile_.as<uint16_t>(), stream_);
-        tile = tile_.as<uint16_t>();
-      }
-      check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, tile,
-                         CUDA_R_16F, w.cols, x16, CUDA_R_16F, w.cols, &zero, y + r0, CUDA_R_32F,
-                         w.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-            "cublasGemmEx");
+      cuda::dequantize_rows(w, r0, rows, tile_.as<float>(), stream_);
+      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one,
+                        tile_.as<float>(), w.cols, x, w.cols, &zero, y + r0, w.rows),
+            "cublasSgemm");
     }
-    if (f16) check(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
   }
 
   // Whether w's long products run on tensor cores (GHOSTLINE_CUDA_GEMM=f16): every type whose

@@ -1,13 +1,15 @@
 // Each kernel alone on fresh random inputs against the host's arithmetic (cuda_kernel_check in
 // backend.h): each mat-vec kernel (blocks, rows, int8) for every type it reads at 1 to 8 tokens
 // and odd shapes (rows that fill no whole block of rows, rows of one to five segments, float
-// rows that are not a multiple of 4), with and without bias and accumulation, the Q/K/V launch,
-// the gate/up SwiGLU launch and the greedy-token search. Outputs are poisoned (NaN) before each
-// run, so a row a kernel never writes is seen. The host reference dequantizes with the engine's
-// code (gguf::dequantize_row) and sums in double, for the int8 kernel with the activations
-// quantized as it quantizes them; a batch must also give each token the bits it gets alone
-// (speculative verification relies on it). Also the GEMM's tiles, dequantized as F32 and as
-// fp16, and activations rounded to fp16.
+// rows that are not a multiple of 4), with and without bias and accumulation, the Q/K/V launch
+// (with the int8 kernel also with the attention norm folded in, as decode runs it), the gate/up
+// SwiGLU launch and the greedy-token search. Outputs are poisoned (NaN) before each run, so a row
+// a kernel never writes is seen. The host reference dequantizes with the engine's code
+// (gguf::dequantize_row) and sums in double, for the int8 kernel with the activations quantized
+// as it quantizes them; a batch must also give each token the bits it gets alone (speculative
+// verification relies on it). Also the GEMM's tiles, dequantized as F32 and as fp16, activations
+// rounded to fp16, and the fp16 GEMM (cuBLAS on tensor cores) as the backend runs it.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,6 +30,11 @@
 #include "engine/gguf/quant.h"
 
 namespace ghostline::engine {
+namespace cuda {
+// The backend's fp16 GEMM (cuda_backend.cpp).
+void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
+                uint16_t* tile, int tile_rows, float* y, cudaStream_t s);
+}  // namespace cuda
 namespace {
 
 void ok(cudaError_t e, const char* what) {
@@ -174,14 +181,16 @@ class Checker {
     return out;
   }
 
-  // One finding per case at most (the first wrong element, and how many were wrong).
+  // One finding per case at most (the first wrong element, and how many were wrong). Values
+  // may be off by `relative` times their magnitude: 1e-5 for float sums of float products.
   void compare(const std::string& what, const std::vector<float>& got,
-               const std::vector<double>& want, const std::vector<double>& magnitude, int rows) {
+               const std::vector<double>& want, const std::vector<double>& magnitude, int rows,
+               double relative = 1e-5) {
     ++result.cases;
     int wrong = 0;
     std::string first;
     for (size_t i = 0; i < want.size(); ++i) {
-      const double tol = 1e-5 * magnitude[i] + 1e-6;
+      const double tol = relative * magnitude[i] + 1e-6;
       const bool good = std::isfinite(got[i]) && std::abs(got[i] - want[i]) <= tol;
       if (good) continue;
       if (wrong++ == 0) {
@@ -330,6 +339,13 @@ void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
   const float* d_x = dev.copy(x);
   float* d_y = dev.alloc<float>(size_t(max_tokens) * rows);
   std::vector<float> alone;
+  // A type the int8 kernel reads must go through it when it is selected.
+  if (ck.int8 && cuda_math::q8_activation_block(type) > 0 && !cuda::int8_reads(g)) {
+    ++ck.result.cases;
+    ck.result.failures.push_back(ck.label + name_of("matvec_swiglu", type, rows, cols, 1) +
+                                 ": not read by the int8 kernel");
+    return;
+  }
   for (const int n : {1, max_tokens}) {
     ok(cudaMemset(d_y, 0xFF, size_t(n) * rows * 4), "poison y");
     const std::string what = name_of("matvec_swiglu", type, rows, cols, n);
@@ -350,10 +366,25 @@ void check_swiglu(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
   }
 }
 
+// Each token of x (`cols` values) normalized by RMSNorm with `gamma` as the int8 kernel folds
+// the norm into a projection: the sum of squares in the kernel's order
+// (cuda_math::warp_order_sum_squares), then cuda_math::rms_inv and rms_normalized.
+std::vector<float> host_rmsnorm(const std::vector<float>& x, const std::vector<float>& gamma,
+                                int cols, float eps) {
+  std::vector<float> normed(x.size());
+  for (size_t t = 0; t < x.size() / size_t(cols); ++t) {
+    const float* xt = x.data() + t * size_t(cols);
+    const float inv = cuda_math::rms_inv(cuda_math::warp_order_sum_squares(xt, cols), cols, eps);
+    for (int i = 0; i < cols; ++i)
+      normed[t * size_t(cols) + size_t(i)] =
+          cuda_math::rms_normalized(xt[i], inv, gamma[size_t(i)]);
+  }
+  return normed;
+}
+
 // The int8 kernel with the RMSNorm before a projection folded in (matvec_shared_input_normed,
-// matvec_swiglu_normed), at 1, 3 and 8 tokens, against the host's norm in the kernel's order
-// (cuda_math::warp_order_sum_squares) and then the product of its quantized activations. The
-// other kernels must refuse it and queue nothing.
+// matvec_swiglu_normed), at 1, 3 and 8 tokens, against the host's norm (host_rmsnorm) and then
+// the product of its quantized activations. The other kernels must refuse it and queue nothing.
 void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& rng) {
   Device dev;
   const auto wg = random_rows(type, rows, cols, rng), wu = random_rows(type, rows, cols, rng);
@@ -367,15 +398,7 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
   const float* d_x = dev.copy(x);
   const float* d_gamma = dev.copy(gamma);
   float* d_y = dev.alloc<float>(size_t(max_tokens) * rows);
-  std::vector<float> normed(x.size());
-  for (int t = 0; t < max_tokens; ++t) {
-    const float* xt = x.data() + size_t(t) * cols;
-    const float inv = cuda_math::rms_inv(cuda_math::warp_order_sum_squares(xt, cols), cols, eps);
-    for (int i = 0; i < cols; ++i)
-      normed[size_t(t) * cols + size_t(i)] =
-          cuda_math::rms_normalized(xt[i], inv, gamma[size_t(i)]);
-  }
-  const auto xr = ck.as_read(type, normed);
+  const auto xr = ck.as_read(type, host_rmsnorm(x, gamma, cols, eps));
   const cuda::MatvecTarget target{.w = &g, .y = d_y, .bias = nullptr};
   std::vector<float> alone[2];
   for (const int n : {1, 3, max_tokens}) {
@@ -404,6 +427,73 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
         alone[glu] = got;
       else
         ck.same_bits(what, got, alone[glu], 0);
+    }
+  }
+}
+
+// The Q/K/V launch as run_layers queues it for a step with the int8 kernel: the attention norm
+// folded into one matvec_shared_input_normed over Q (q_rows rows), K and V (kv_rows each; V of
+// its own type, launched apart, as Q4_K_M models have it), each with a bias as qwen2's, at 1, 3
+// and 8 tokens. Each matrix against the host's norm (host_rmsnorm), the product of the norm's
+// activations quantized for its type, and the bias; a batch's first token has its bits alone.
+// The other kernels must refuse it and queue nothing.
+void check_normed_qkv(Checker& ck, GgmlType type, GgmlType v_type, int q_rows, int kv_rows,
+                      int cols, std::mt19937& rng) {
+  Device dev;
+  const int max_tokens = cuda::kMaxMatvecTokens;
+  const char* names[3] = {"Q", "K", "V"};
+  const int rows[3] = {q_rows, kv_rows, kv_rows};
+  const GgmlType types[3] = {type, type, v_type};
+  auto x = random_floats(size_t(max_tokens) * cols, rng);
+  for (float& v : x) v *= 4.0f;  // a residual stream, not of unit size
+  const auto gamma = random_floats(size_t(cols), rng);
+  const float eps = 1e-6f;
+  const float* d_x = dev.copy(x);
+  const float* d_gamma = dev.copy(gamma);
+  const auto normed = host_rmsnorm(x, gamma, cols, eps);
+  std::vector<std::byte> w[3];
+  std::vector<float> bias[3], xr[3], alone[3];
+  cuda::DeviceMatrix ms[3];
+  cuda::MatvecTarget targets[3];
+  for (int i = 0; i < 3; ++i) {
+    w[i] = random_rows(types[i], rows[i], cols, rng);
+    bias[i] = random_floats(size_t(rows[i]), rng);
+    xr[i] = ck.as_read(types[i], normed);
+    ms[i] = upload_matrix(dev, types[i], w[i], rows[i], cols);
+    targets[i] = {.w = &ms[i],
+                  .y = dev.alloc<float>(size_t(max_tokens) * rows[i]),
+                  .bias = dev.copy(bias[i])};
+  }
+  const std::string shape = type_name(type) + ", " + type_name(type) + ", " + type_name(v_type) +
+                            " " + std::to_string(q_rows) + "+" + std::to_string(kv_rows) + "+" +
+                            std::to_string(kv_rows) + "x" + std::to_string(cols);
+  for (const int n : {1, 3, max_tokens}) {
+    for (int i = 0; i < 3; ++i)
+      ok(cudaMemset(targets[i].y, 0xFF, size_t(n) * rows[i] * 4), "poison y");
+    const std::string what = "matvec_shared_input_normed Q/K/V " + shape + ", bias, " +
+                             std::to_string(n) + " token" + (n > 1 ? "s" : "");
+    const bool queued =
+        cuda::matvec_shared_input_normed(targets, 3, d_x, d_gamma, eps, n, nullptr);
+    ++ck.result.cases;
+    if (queued != ck.int8) {
+      ck.result.failures.push_back(ck.label + what +
+                                   (queued ? ": queued by a kernel other than int8"
+                                           : ": refused by the int8 kernel"));
+      return;
+    }
+    if (!queued) continue;
+    ok(cudaDeviceSynchronize(), what.c_str());
+    for (int i = 0; i < 3; ++i) {
+      const std::string piece = what + ", " + names[i] + " (" + type_name(types[i]) + " " +
+                                std::to_string(rows[i]) + " rows)";
+      const auto got = download(targets[i].y, size_t(n) * rows[i]);
+      HostProduct want = host_product(types[i], w[i], rows[i], cols, xr[i], n);
+      for (size_t j = 0; j < want.y.size(); ++j) want.y[j] += bias[i][j % size_t(rows[i])];
+      ck.compare(piece, got, want.y, want.magnitude, rows[i]);
+      if (n == 1)
+        alone[i] = got;
+      else
+        ck.same_bits(piece, got, alone[i], 0);
     }
   }
 }
@@ -476,6 +566,72 @@ void check_round_to_f16(Checker& ck, int cols, std::mt19937& rng) {
                                    std::to_string(x[i]) + ") differs from the host's bits");
       break;
     }
+}
+
+// A cuBLAS handle on the default stream, pedantic as the backend's (CudaContext).
+class Cublas {
+ public:
+  Cublas() {
+    if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error("CUDA kernel check: cublasCreate failed");
+    if (cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS)
+      throw std::runtime_error("CUDA kernel check: cublasSetMathMode failed");
+  }
+  ~Cublas() {
+    if (handle_) cublasDestroy(handle_);
+  }
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+// The fp16 GEMM of long batches (GHOSTLINE_CUDA_GEMM=f16) as the backend runs it
+// (cuda::matmul_f16: the activations rounded to fp16, the weights dequantized to fp16 tiles of
+// `tile_rows` rows, or an F16 matrix read in place, cublasGemmEx with F32 sums) against the
+// host's product of the same fp16 operands (cuda_math::float_to_half as dequantize_rows_f16
+// rounds, float_to_half_saturated as round_to_f16 does). Within 1e-3 of each value's magnitude:
+// F32 sums of fp16 products, and a weight that the device's dequantization may put one fp16 step
+// away (check_tiles).
+void check_gemm_f16(Checker& ck, GgmlType type, int rows, int cols, int n_tokens, int tile_rows,
+                    std::mt19937& rng) {
+  Device dev;
+  const auto w = random_rows(type, rows, cols, rng);
+  const cuda::DeviceMatrix m = upload_matrix(dev, type, w, rows, cols);
+  const auto x = random_floats(size_t(n_tokens) * cols, rng);
+  const float* d_x = dev.copy(x);
+  uint16_t* d_x16 = dev.alloc<uint16_t>(x.size());
+  uint16_t* d_tile = dev.alloc<uint16_t>(size_t(std::min(tile_rows, rows)) * cols);
+  float* d_y = dev.alloc<float>(size_t(n_tokens) * rows);
+  ok(cudaMemset(d_y, 0xFF, size_t(n_tokens) * rows * 4), "poison y");
+  std::string what = name_of("matmul_f16", type, rows, cols, n_tokens);
+  what += type == GgmlType::F16 ? ", in place" : ", tiles of " + std::to_string(tile_rows) +
+                                                     " rows";
+  const Cublas blas;
+  try {
+    cuda::matmul_f16(blas.get(), m, d_x, n_tokens, d_x16, d_tile, tile_rows, d_y, nullptr);
+  } catch (const std::runtime_error& e) {  // a cuBLAS status
+    ++ck.result.cases;
+    ck.result.failures.push_back(what + ": " + e.what());
+    return;
+  }
+  ok(cudaDeviceSynchronize(), what.c_str());
+  const auto got = download(d_y, size_t(n_tokens) * rows);
+  // The operands as the device multiplies them, as an F32 matrix and activations.
+  std::vector<float> w16(size_t(rows) * cols), x16(x.size());
+  const size_t row_bytes = ggml_row_bytes(type, cols);
+  for (int r = 0; r < rows; ++r)
+    gguf::dequantize_row(type, w.data() + size_t(r) * row_bytes, w16.data() + size_t(r) * cols,
+                         cols);
+  for (float& v : w16) v = cuda_math::half_to_float(cuda_math::float_to_half(v));
+  for (size_t i = 0; i < x.size(); ++i)
+    x16[i] = cuda_math::half_to_float(cuda_math::float_to_half_saturated(x[i]));
+  std::vector<std::byte> w32(w16.size() * sizeof(float));
+  std::memcpy(w32.data(), w16.data(), w32.size());
+  const HostProduct want = host_product(GgmlType::F32, w32, rows, cols, x16, n_tokens);
+  ck.compare(what, got, want.y, want.magnitude, rows, 1e-3);
 }
 
 // The greedy token of rows with many ties (few distinct values) against the host's argmax.
@@ -555,6 +711,12 @@ KernelCheck check_cuda_kernels() {
     check_normed(ck, GgmlType::Q8_0, 37, 896, rng);
     check_normed(ck, GgmlType::Q4_K, 21, 1536, rng);
     check_normed(ck, GgmlType::Q5_0, 9, 4864, rng);
+    // Decode's Q/K/V with the norm folded in: the 1.5B's shapes (V in Q6_K as Q4_K_M has it)
+    // and the 0.5B's.
+    check_normed_qkv(ck, GgmlType::Q4_K, GgmlType::Q6_K, 1536, 256, 1536, rng);
+    check_normed_qkv(ck, GgmlType::Q8_0, GgmlType::Q8_0, 896, 128, 896, rng);
+    // Gate and up of many rows: the int8 kernel gives a block several groups of rows.
+    check_swiglu(ck, GgmlType::Q8_0, 20000, 96, rng);
   }
   cuda::select_matvec_kernel(selected);
   ck.label.clear();
@@ -563,6 +725,11 @@ KernelCheck check_cuda_kernels() {
   for (const GgmlType t : blocks256) check_tiles(ck, t, 19, 512, rng);
   for (const GgmlType t : floats) check_tiles(ck, t, 19, 102, rng);
   check_round_to_f16(ck, 102, rng);
+  // Several tiles with a short last one (rows not a multiple of 8), one whole tile, an F16
+  // matrix in place.
+  check_gemm_f16(ck, GgmlType::Q8_0, 37, 96, 40, 16, rng);
+  check_gemm_f16(ck, GgmlType::Q4_K, 40, 256, 40, 40, rng);
+  check_gemm_f16(ck, GgmlType::F16, 37, 96, 40, 8, rng);
   check_argmax(ck, 1, 151936, rng);
   check_argmax(ck, 8, 1000, rng);
   check_argmax(ck, 3, 5, rng);
