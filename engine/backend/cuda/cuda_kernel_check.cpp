@@ -382,6 +382,34 @@ std::vector<float> host_rmsnorm(const std::vector<float>& x, const std::vector<f
   return normed;
 }
 
+// A residual stream of `tokens` tokens (not of unit size) and a norm's weights, on the device,
+// with the host's norm of it (host_rmsnorm): the input of a launch with the norm folded in.
+struct NormInput {
+  std::vector<float> normed;
+  const float* d_x;
+  const float* d_gamma;
+  float eps;
+};
+NormInput norm_input(Device& dev, int tokens, int cols, std::mt19937& rng) {
+  auto x = random_floats(size_t(tokens) * cols, rng);
+  for (float& v : x) v *= 4.0f;
+  const auto gamma = random_floats(size_t(cols), rng);
+  const float eps = 1e-6f;
+  return {host_rmsnorm(x, gamma, cols, eps), dev.copy(x), dev.copy(gamma), eps};
+}
+
+// A launch only the int8 kernel takes (the RMSNorm folded in): counts the case and records a
+// failure when another kernel queued it or the int8 kernel refused it. True when the int8 kernel
+// queued it, so that there is a result to check.
+bool queued_by_int8_only(Checker& ck, bool queued, const std::string& what) {
+  ++ck.result.cases;
+  if (queued != ck.int8)
+    ck.result.failures.push_back(ck.label + what +
+                                 (queued ? ": queued by a kernel other than int8"
+                                         : ": refused by the int8 kernel"));
+  return queued && ck.int8;
+}
+
 // The int8 kernel with the RMSNorm before a projection folded in (matvec_shared_input_normed,
 // matvec_swiglu_normed), at 1, 3 and 8 tokens, against the host's norm (host_rmsnorm) and then
 // the product of its quantized activations. The other kernels must refuse it and queue nothing.
@@ -391,14 +419,9 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
   const cuda::DeviceMatrix g = upload_matrix(dev, type, wg, rows, cols);
   const cuda::DeviceMatrix u = upload_matrix(dev, type, wu, rows, cols);
   const int max_tokens = cuda::kMaxMatvecTokens;
-  auto x = random_floats(size_t(max_tokens) * cols, rng);
-  for (float& v : x) v *= 4.0f;  // a residual stream, not of unit size
-  const auto gamma = random_floats(size_t(cols), rng);
-  const float eps = 1e-6f;
-  const float* d_x = dev.copy(x);
-  const float* d_gamma = dev.copy(gamma);
+  const NormInput in = norm_input(dev, max_tokens, cols, rng);
   float* d_y = dev.alloc<float>(size_t(max_tokens) * rows);
-  const auto xr = ck.as_read(type, host_rmsnorm(x, gamma, cols, eps));
+  const auto xr = ck.as_read(type, in.normed);
   const cuda::MatvecTarget target{.w = &g, .y = d_y, .bias = nullptr};
   std::vector<float> alone[2];
   for (const int n : {1, 3, max_tokens}) {
@@ -408,16 +431,10 @@ void check_normed(Checker& ck, GgmlType type, int rows, int cols, std::mt19937& 
       const std::string what =
           name_of(glu ? "matvec_swiglu_normed" : "matvec_shared_input_normed", type, rows, cols, n);
       const bool queued =
-          glu ? cuda::matvec_swiglu_normed(g, u, d_x, d_gamma, eps, n, d_y, nullptr)
-              : cuda::matvec_shared_input_normed(&target, 1, d_x, d_gamma, eps, n, nullptr);
-      ++ck.result.cases;
-      if (queued != ck.int8) {
-        ck.result.failures.push_back(ck.label + what +
-                                     (queued ? ": queued by a kernel other than int8"
-                                             : ": refused by the int8 kernel"));
-        return;
-      }
-      if (!queued) continue;
+          glu ? cuda::matvec_swiglu_normed(g, u, in.d_x, in.d_gamma, in.eps, n, d_y, nullptr)
+              : cuda::matvec_shared_input_normed(&target, 1, in.d_x, in.d_gamma, in.eps, n,
+                                                 nullptr);
+      if (!queued_by_int8_only(ck, queued, what)) continue;
       ok(cudaDeviceSynchronize(), what.c_str());
       const auto got = download(d_y, n_out);
       const HostProduct want = glu ? host_swiglu(type, wg, wu, rows, cols, xr, n)
@@ -444,13 +461,7 @@ void check_normed_qkv(Checker& ck, GgmlType type, GgmlType v_type, int q_rows, i
   const char* names[3] = {"Q", "K", "V"};
   const int rows[3] = {q_rows, kv_rows, kv_rows};
   const GgmlType types[3] = {type, type, v_type};
-  auto x = random_floats(size_t(max_tokens) * cols, rng);
-  for (float& v : x) v *= 4.0f;  // a residual stream, not of unit size
-  const auto gamma = random_floats(size_t(cols), rng);
-  const float eps = 1e-6f;
-  const float* d_x = dev.copy(x);
-  const float* d_gamma = dev.copy(gamma);
-  const auto normed = host_rmsnorm(x, gamma, cols, eps);
+  const NormInput in = norm_input(dev, max_tokens, cols, rng);
   std::vector<std::byte> w[3];
   std::vector<float> bias[3], xr[3], alone[3];
   cuda::DeviceMatrix ms[3];
@@ -458,7 +469,7 @@ void check_normed_qkv(Checker& ck, GgmlType type, GgmlType v_type, int q_rows, i
   for (int i = 0; i < 3; ++i) {
     w[i] = random_rows(types[i], rows[i], cols, rng);
     bias[i] = random_floats(size_t(rows[i]), rng);
-    xr[i] = ck.as_read(types[i], normed);
+    xr[i] = ck.as_read(types[i], in.normed);
     ms[i] = upload_matrix(dev, types[i], w[i], rows[i], cols);
     targets[i] = {.w = &ms[i],
                   .y = dev.alloc<float>(size_t(max_tokens) * rows[i]),
@@ -473,15 +484,8 @@ void check_normed_qkv(Checker& ck, GgmlType type, GgmlType v_type, int q_rows, i
     const std::string what = "matvec_shared_input_normed Q/K/V " + shape + ", bias, " +
                              std::to_string(n) + " token" + (n > 1 ? "s" : "");
     const bool queued =
-        cuda::matvec_shared_input_normed(targets, 3, d_x, d_gamma, eps, n, nullptr);
-    ++ck.result.cases;
-    if (queued != ck.int8) {
-      ck.result.failures.push_back(ck.label + what +
-                                   (queued ? ": queued by a kernel other than int8"
-                                           : ": refused by the int8 kernel"));
-      return;
-    }
-    if (!queued) continue;
+        cuda::matvec_shared_input_normed(targets, 3, in.d_x, in.d_gamma, in.eps, n, nullptr);
+    if (!queued_by_int8_only(ck, queued, what)) continue;
     ok(cudaDeviceSynchronize(), what.c_str());
     for (int i = 0; i < 3; ++i) {
       const std::string piece = what + ", " + names[i] + " (" + type_name(types[i]) + " " +
