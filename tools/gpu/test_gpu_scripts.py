@@ -34,6 +34,18 @@ class BundleTest(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_llama_bench_finds_its_libraries_but_the_driver(self):
+        if not (BUNDLE / "llama-bench").exists():
+            self.skipTest("the bundle carries no llama-bench (tools/gpu/bundle --llama-cpp)")
+        r = subprocess.run(["bash", "-c", '. "$0/env.sh"; LD_LIBRARY_PATH=$0/llama/lib:$GHOSTLINE_LD_LIBRARY_PATH '
+                                          'ldd "$0/llama/bin/llama-bench"', str(BUNDLE)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        missing = [line for line in r.stdout.splitlines() if "not found" in line and "libcuda.so" not in line]
+        self.assertEqual(missing, [])
+        # the CUDA runtime travels with it; the driver's library is the machine's own
+        self.assertIn(str(BUNDLE / "llama" / "lib" / "libcudart.so.13"), r.stdout)
+        self.assertFalse((BUNDLE / "llama" / "lib" / "libcuda.so.1").exists())
+
 
 @unittest.skipUnless((BUNDLE / "bin" / "ghostline").exists(), "no build/gpu-bundle (run tools/gpu/bundle)")
 @unittest.skipIf(HAVE_GPU, "this machine has a GPU: the check would measure it")
@@ -50,7 +62,7 @@ class CheckWithoutGpuTest(unittest.TestCase):
         out, report = self.run_check({})
         self.assertEqual(sorted(os.listdir(out)), ["gpu-check.log", "gpu-report.md"])
         sections = report.split("\n## ")
-        for title in ("compute-sanitizer", "Speed", "Keystroke"):
+        for title in ("compute-sanitizer", "Speed", "llama.cpp", "Keystroke"):
             body = next(s for s in sections if s.startswith(title))
             self.assertIn("skipped: no GPU", body, title)
         tests = next(s for s in sections if s.startswith("GPU tests"))
@@ -72,6 +84,14 @@ class CheckWithoutGpuTest(unittest.TestCase):
         self.assertEqual(len(re.findall(r"^- .*keystrokes 8: prefilled", report, re.MULTILINE)), 5)
         self.assertEqual(len(re.findall(r"^\| tiny \(for [01]\.5B\) \| Q(8_0|4_K_M) \| (2|4|8|24) \| [0-9.]+ \| [0-9.]+x \|$",
                                         report, re.MULTILINE)), 8)
+        llama = next(s for s in report.split("\n## ") if s.startswith("llama.cpp"))
+        if (BUNDLE / "llama-bench").exists():
+            # llama.cpp on the CPU here: pp512 and tg128 of the four files, each beside ghostline's
+            rows = re.findall(r"^\| tiny \(for [01]\.5B\) \| Q(?:8_0|4_K_M) \| (pp512|tg128) \| [0-9.]+ ± [0-9.]+ \| "
+                              r"[0-9.]+ \| [0-9.]+x \|$", llama, re.MULTILINE)
+            self.assertEqual(sorted(rows), ["pp512"] * 4 + ["tg128"] * 4, llama)
+        else:
+            self.assertIn("Not run: the bundle carries no llama-bench", llama)
 
 
 if __name__ == "__main__":
