@@ -74,8 +74,8 @@ namespace cuda {
 // cores: x rounded to fp16 into x16 (n * w.cols values), W's rows dequantized to fp16 tiles of
 // tile_rows rows into `tile` (an F16 matrix is read in place, as one tile), products summed in
 // F32. The handle (whose stream is s) takes CUBLAS_DEFAULT_MATH for the product and is left
-// pedantic, as the backend keeps it for its F32 GEMMs. Also called by the kernel check
-// (cuda_kernel_check.cpp), which declares it.
+// pedantic, as the backend keeps it for its F32 GEMMs. Declared in cuda_kernels.cuh: the
+// kernel check (cuda_kernel_check.cpp) calls it too.
 void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
                 uint16_t* tile, int tile_rows, float* y, cudaStream_t s) {
   const bool in_place = w.type == uint32_t(GgmlType::F16);

@@ -30,11 +30,6 @@
 #include "engine/gguf/quant.h"
 
 namespace ghostline::engine {
-namespace cuda {
-// The backend's fp16 GEMM (cuda_backend.cpp).
-void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
-                uint16_t* tile, int tile_rows, float* y, cudaStream_t s);
-}  // namespace cuda
 namespace {
 
 void ok(cudaError_t e, const char* what) {
