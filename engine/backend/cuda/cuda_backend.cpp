@@ -70,28 +70,36 @@ void check(cublasStatus_t s, const char* what) {
 
 namespace cuda {
 
-// The fp16 GEMM of a long batch (GHOSTLINE_CUDA_GEMM=f16), y = W x for n tokens on tensor
-// cores: x rounded to fp16 into x16 (n * w.cols values), W's rows dequantized to fp16 tiles of
-// tile_rows rows into `tile` (an F16 matrix is read in place, as one tile), products summed in
-// F32. The handle (whose stream is s) takes CUBLAS_DEFAULT_MATH for the product and is left
-// pedantic, as the backend keeps it for its F32 GEMMs. Declared in cuda_kernels.cuh: the
-// kernel check (cuda_kernel_check.cpp) calls it too.
-void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
-                uint16_t* tile, int tile_rows, float* y, cudaStream_t s) {
-  const bool in_place = w.type == uint32_t(GgmlType::F16);
+// y = W x for a long batch of n tokens, by tiles of tile_rows of W's rows dequantized into
+// `tile`. Without x16: F32 tiles and the handle's pedantic F32 GEMM (no TF32). With x16, on
+// tensor cores (GHOSTLINE_CUDA_GEMM=f16): x rounded to fp16 into x16 (n * w.cols values), fp16
+// tiles (an F16 matrix is read in place, as one tile), products summed in F32; fp16 inputs with
+// F32 sums are what tensor cores compute, so the handle takes CUBLAS_DEFAULT_MATH for it and is
+// left pedantic. Declared in cuda_kernels.cuh: the kernel check (cuda_kernel_check.cpp) calls it
+// too.
+void matmul_tiles(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
+                  void* tile, int tile_rows, float* y, cudaStream_t s) {
+  const bool f16 = x16 != nullptr, in_place = f16 && w.type == uint32_t(GgmlType::F16);
   if (in_place) tile_rows = w.rows;
   const float one = 1.0f, zero = 0.0f;
-  round_to_f16(x, size_t(n) * w.cols, x16, s);
-  // The handle is pedantic for the F32 GEMM (no TF32); fp16 inputs with F32 sums are what this
-  // product is, and tensor cores compute exactly that.
-  check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  if (f16) {
+    round_to_f16(x, size_t(n) * w.cols, x16, s);
+    check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  }
   for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
     const int rows = std::min(tile_rows, w.rows - r0);
     // Column-major view: the tile is W_tile^T (cols x rows), x is cols x n, y is rows x n with
     // leading dimension w.rows; y_tile = W_tile x.
+    if (!f16) {
+      dequantize_rows(w, r0, rows, static_cast<float*>(tile), s);
+      check(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one,
+                        static_cast<const float*>(tile), w.cols, x, w.cols, &zero, y + r0, w.rows),
+            "cublasSgemm");
+      continue;
+    }
     const void* t = w.data;
     if (!in_place) {
-      dequantize_rows_f16(w, r0, rows, tile, s);
+      dequantize_rows_f16(w, r0, rows, static_cast<uint16_t*>(tile), s);
       t = tile;
     }
     check(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one, t, CUDA_R_16F, w.cols,
@@ -99,7 +107,7 @@ void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, 
                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
   }
-  check(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+  if (f16) check(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
 }
 
 }  // namespace cuda
@@ -589,25 +597,13 @@ class CudaBackend final : public Backend {
       matvec_steps(w, x, n, y, /*accumulate=*/false, /*bias=*/nullptr);
       return;
     }
-    // With gemm_f16(w) on tensor cores (cuda::matmul_f16), by fp16 tiles of a multiple of 8
-    // rows, which keeps each tile's output 32-byte aligned. Otherwise F32 tiles and pedantic F32.
+    // fp16 tiles of a multiple of 8 rows keep each tile's output 32-byte aligned.
     const size_t fit = kTileElems / size_t(w.cols);
-    if (gemm_f16(w)) {
-      cuda::matmul_f16(cublas_, w, x, n, x16_.as<uint16_t>(), tile_.as<uint16_t>(),
-                       static_cast<int>(std::max<size_t>(8, fit / 8 * 8)), y, stream_);
-      return;
-    }
-    const int tile_rows = static_cast<int>(std::max<size_t>(1, fit));
-    const float one = 1.0f, zero = 0.0f;
-    for (int r0 = 0; r0 < w.rows; r0 += tile_rows) {
-      const int rows = std::min(tile_rows, w.rows - r0);
-      // Column-major view: the tile is W_tile^T (cols x rows), x is cols x n, y is rows x n
-      // with leading dimension w.rows; y_tile = W_tile x.
-      cuda::dequantize_rows(w, r0, rows, tile_.as<float>(), stream_);
-      check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, w.cols, &one,
-                        tile_.as<float>(), w.cols, x, w.cols, &zero, y + r0, w.rows),
-            "cublasSgemm");
-    }
+    const bool f16 = gemm_f16(w);
+    const int tile_rows = static_cast<int>(f16 ? std::max<size_t>(8, fit / 8 * 8)
+                                               : std::max<size_t>(1, fit));
+    cuda::matmul_tiles(cublas_, w, x, n, f16 ? x16_.as<uint16_t>() : nullptr, tile_.as<void>(),
+                       tile_rows, y, stream_);
   }
 
   // Whether w's long products run on tensor cores (GHOSTLINE_CUDA_GEMM=f16): every type whose

@@ -588,8 +588,9 @@ class Cublas {
 };
 
 // The fp16 GEMM of long batches (GHOSTLINE_CUDA_GEMM=f16) as the backend runs it
-// (cuda::matmul_f16: the activations rounded to fp16, the weights dequantized to fp16 tiles of
-// `tile_rows` rows, or an F16 matrix read in place, cublasGemmEx with F32 sums) against the
+// (cuda::matmul_tiles given fp16 activations: the activations rounded to fp16, the weights
+// dequantized to fp16 tiles of `tile_rows` rows, or an F16 matrix read in place, cublasGemmEx
+// with F32 sums) against the
 // host's product of the same fp16 operands (cuda_math::float_to_half as dequantize_rows_f16
 // rounds, float_to_half_saturated as round_to_f16 does). Within 1e-3 of each value's magnitude:
 // F32 sums of fp16 products, and a weight that the device's dequantization may put one fp16 step
@@ -605,12 +606,12 @@ void check_gemm_f16(Checker& ck, GgmlType type, int rows, int cols, int n_tokens
   uint16_t* d_tile = dev.alloc<uint16_t>(size_t(std::min(tile_rows, rows)) * cols);
   float* d_y = dev.alloc<float>(size_t(n_tokens) * rows);
   ok(cudaMemset(d_y, 0xFF, size_t(n_tokens) * rows * 4), "poison y");
-  std::string what = name_of("matmul_f16", type, rows, cols, n_tokens);
+  std::string what = name_of("matmul_tiles (fp16)", type, rows, cols, n_tokens);
   what += type == GgmlType::F16 ? ", in place" : ", tiles of " + std::to_string(tile_rows) +
                                                      " rows";
   const Cublas blas;
   try {
-    cuda::matmul_f16(blas.get(), m, d_x, n_tokens, d_x16, d_tile, tile_rows, d_y, nullptr);
+    cuda::matmul_tiles(blas.get(), m, d_x, n_tokens, d_x16, d_tile, tile_rows, d_y, nullptr);
   } catch (const std::runtime_error& e) {  // a cuBLAS status
     ++ck.result.cases;
     ck.result.failures.push_back(what + ": " + e.what());

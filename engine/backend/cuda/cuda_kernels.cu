@@ -747,6 +747,15 @@ __global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restr
   for (int i = threadIdx.x; i < n; i += stride) o[i] = xr[i] * inv * weight[i];
 }
 
+// Lane 0's `best` becomes the winner of the warp's lanes.
+__device__ __forceinline__ void warp_argmax(m::ArgmaxState& best) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    const float v = __shfl_down_sync(0xffffffffu, best.value, offset);
+    const int32_t i = __shfl_down_sync(0xffffffffu, best.index, offset);
+    m::argmax_push(best, v, i);
+  }
+}
+
 // A row of logits is split into `parts` ranges of `part_len` values (one, for a short row), one
 // block each: each thread scans a stride of its range, then the block reduces the threads'
 // winners (cuda_math::argmax_push decides every comparison). With one part the block writes the
@@ -778,11 +787,7 @@ __global__ void argmax_rows_kernel(const float* __restrict__ logits, int n, int 
     for (int u = 0; u < kArgmaxBatch; ++u)
       if (i0 + u * stride < end) m::argmax_push(best, v[u], i0 + u * stride);
   }
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    const float v = __shfl_down_sync(0xffffffffu, best.value, offset);
-    const int32_t i = __shfl_down_sync(0xffffffffu, best.index, offset);
-    m::argmax_push(best, v, i);
-  }
+  warp_argmax(best);
   __shared__ float values[32];
   __shared__ int32_t indices[32];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -807,11 +812,7 @@ __global__ void argmax_combine_kernel(const m::ArgmaxState* __restrict__ partial
   const m::ArgmaxState* row = partial + size_t(blockIdx.x) * parts;
   m::ArgmaxState best = m::argmax_start();
   for (int p = threadIdx.x; p < parts; p += kWarp) m::argmax_push(best, row[p].value, row[p].index);
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    const float v = __shfl_down_sync(0xffffffffu, best.value, offset);
-    const int32_t i = __shfl_down_sync(0xffffffffu, best.index, offset);
-    m::argmax_push(best, v, i);
-  }
+  warp_argmax(best);
   if (threadIdx.x == 0) out[blockIdx.x] = m::argmax_index(best);
 }
 

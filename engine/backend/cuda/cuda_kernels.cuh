@@ -86,10 +86,11 @@ void dequantize_rows_f16(const DeviceMatrix& w, int row0, int n_rows, uint16_t* 
                          cudaStream_t s);
 // out[i] = x[i] rounded to fp16 bits (cuda_math::float_to_half_saturated), i < n.
 void round_to_f16(const float* x, size_t n, uint16_t* out, cudaStream_t s);
-// The fp16 GEMM of a long batch, y = W x on tensor cores: defined with the backend's other
-// cuBLAS calls (cuda_backend.cpp, which says how), declared here for the kernel check too.
-void matmul_f16(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
-                uint16_t* tile, int tile_rows, float* y, cudaStream_t s);
+// The GEMM of a long batch, y = W x by tiles of W's rows, in F32 or (x16 given) on tensor cores:
+// defined with the backend's cuBLAS calls (cuda_backend.cpp, which says how), declared here for
+// the kernel check too.
+void matmul_tiles(cublasHandle_t h, const DeviceMatrix& w, const float* x, int n, uint16_t* x16,
+                  void* tile, int tile_rows, float* y, cudaStream_t s);
 
 // x[t] = row token[t] of the embedding matrix.
 void embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
