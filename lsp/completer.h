@@ -46,6 +46,10 @@ struct CompletionRequest {
   bool has_selected = false;
   size_t selected_begin = 0, selected_end = 0;
   std::string selected_text;
+  // Idle work with nothing to show (made by Completer::follow_up): the completer computes the
+  // context that a deadline cut from this request's prompt into its cache, so that the next
+  // request at this place finds it there. Any real request preempts it.
+  bool context_only = false;
   // Set by the server's DocumentContext on the I/O thread; may be null (then the completer
   // works from the text alone). Requests derived from this one (prefetch) keep it: check that
   // it is for this version and text.
@@ -91,8 +95,9 @@ class Completer {
   virtual std::optional<CompletionResult> recall(const CompletionRequest&) { return std::nullopt; }
   // Runs on the engine thread when it would otherwise be idle after `request` completed with
   // `result`: a request the user is likely to make next (the state after accepting the
-  // completion), computed in idle time so that its answer is ready. Its result goes to no
-  // client; the completer keeps it to answer recall().
+  // completion), computed in idle time so that its answer is ready, or the request again with
+  // context_only set (its prompt lost context to the deadline). Its result goes to no client;
+  // the completer keeps it to answer recall().
   virtual std::optional<CompletionRequest> follow_up(const CompletionRequest&,
                                                      const CompletionResult&) {
     return std::nullopt;

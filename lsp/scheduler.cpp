@@ -77,10 +77,12 @@ std::shared_ptr<Scheduler::Job> Scheduler::running() const {
 
 Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRequest request,
                                    Done done, std::chrono::milliseconds debounce, Updated updated) {
-  // Running work this request continues is kept; the rest is superseded or preempted.
+  // Running work this request continues is kept; the rest is superseded or preempted. Filling
+  // context is never kept: it would make the request wait for all of it.
   auto run = running();
   const bool continues_running = run && run->document_key == document_key &&
-                                 !run->token.cancelled() && continues(run->request, request);
+                                 !run->request.context_only && !run->token.cancelled() &&
+                                 continues(run->request, request);
   answer_pending(document_key, run, continues_running, CancelReason::Superseded);
   {
     std::lock_guard lock(mutex_);
@@ -88,7 +90,7 @@ Scheduler::JobId Scheduler::submit(const std::string& document_key, CompletionRe
     for (auto q = queue_.begin(); q != queue_.end();) {
       if ((*q)->prefetch) {
         (*q)->token.cancel();
-        ++counters_.prefetch_preempted;
+        ++((*q)->request.context_only ? counters_.context_preempted : counters_.prefetch_preempted);
         q = queue_.erase(q);
       } else {
         ++q;
@@ -296,8 +298,11 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
     counters_.max_steps_after_cancel = std::max(counters_.max_steps_after_cancel, wasted);
   }
   if (job->prefetch) {
-    if (!cancelled && outcome.kind == Outcome::Kind::Completed) ++counters_.prefetch_finished;
-    else if (cancelled) ++counters_.prefetch_preempted;
+    const bool context = job->request.context_only;
+    if (!cancelled && outcome.kind == Outcome::Kind::Completed)
+      ++(context ? counters_.context_finished : counters_.prefetch_finished);
+    else if (cancelled)
+      ++(context ? counters_.context_preempted : counters_.prefetch_preempted);
     return;
   }
   if (outcome.kind == Outcome::Kind::Failed) {
@@ -333,8 +338,8 @@ void Scheduler::run_job(const std::shared_ptr<Job>& job, std::unique_lock<std::m
     ahead->request = std::move(*next);
     ahead->prefetch = true;
     ahead->submitted_at = ahead->ready_at = Clock::now();
+    ++(ahead->request.context_only ? counters_.context_started : counters_.prefetch_started);
     queue_.push_back(std::move(ahead));
-    ++counters_.prefetch_started;
   }
 }
 

@@ -8,7 +8,8 @@
 // the next request that continues it runs right after it, where the completer can answer from
 // what it produced (Completer::recall) instead of starting over. A request the completer can
 // answer from memory is answered at once on the I/O thread. When the engine would idle after a
-// completion, it computes the completer's follow-up (prefetch); any real request preempts it.
+// completion, it computes the completer's follow-up (prefetch, or the context a deadline cut
+// from the prompt); any real request preempts it, the context even when it continues it.
 // Work that is no longer useful is cancelled through its token and stops within a step.
 #pragma once
 
@@ -50,6 +51,8 @@ struct SchedulerCounters {
   uint64_t answered_early = 0;      // answered with what was ready at the deadline, work kept
   uint64_t updated = 0;             // of those, finished with more than the answer showed
   uint64_t prefetch_started = 0, prefetch_finished = 0, prefetch_preempted = 0;
+  // Idle work that computes the context a deadline cut from a prompt (context_only requests).
+  uint64_t context_started = 0, context_finished = 0, context_preempted = 0;
   uint64_t stopped_runs = 0;        // runs whose token was cancelled while the completer ran
   uint64_t steps_after_cancel = 0;  // model steps those runs finished after the cancel (total)
   uint64_t max_steps_after_cancel = 0;

@@ -21,6 +21,9 @@ void to_json(json& j, const SchedulerCounters& c) {
        {"prefetchStarted", c.prefetch_started},
        {"prefetchFinished", c.prefetch_finished},
        {"prefetchPreempted", c.prefetch_preempted},
+       {"contextStarted", c.context_started},
+       {"contextFinished", c.context_finished},
+       {"contextPreempted", c.context_preempted},
        {"stoppedRuns", c.stopped_runs},
        {"stepsAfterCancel", c.steps_after_cancel},
        {"maxStepsAfterCancel", c.max_steps_after_cancel}};

@@ -84,6 +84,19 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
     StageTimer t(stats.stages.cache_match);
     generate.match(q);
   }
+  if (q.request.context_only) {
+    {
+      StageTimer t(stats.stages.generate);
+      generate.fill_context(q, cancel);
+    }
+    lsp::CompletionResult result;
+    result.replace_begin = result.replace_end = q.request.cursor;
+    stats.total_ms = ms_since(q.start);
+    result.stats = stats.to_json();
+    result.stats["contextOnly"] = true;
+    spdlog::debug("context filled: {}", result.stats.dump());
+    return result;
+  }
   AnswerEarlyText answer_early_text;
   if (answer_early)
     answer_early_text = [&](std::string_view text, int tokens) {

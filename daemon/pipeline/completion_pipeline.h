@@ -79,6 +79,10 @@ class Generate {
   virtual Generated generate(PipelineRequest& q, syntax::StopRules& rules,
                              const lsp::CancelToken& cancel,
                              const AnswerEarlyText& answer_early_text) = 0;
+  // Idle work for a context_only request, after stages 2 and 3 (whose prompt then has no bound
+  // from the deadline): computes q.prompt into the cache, with no deadline, stopping within a
+  // step of a cancel, and generates nothing. Fills its part of q.stats.
+  virtual void fill_context(PipelineRequest&, const lsp::CancelToken&) {}
   // Drops what it keeps of a document (it was closed). Called on the I/O thread: thread-safe.
   virtual void forget(const lsp::DocumentKey&) {}
   // A short description for logs and `ghostline/stats`, and the model's name.
@@ -95,6 +99,7 @@ lsp::CompletionResult post_process_stage(const PipelineRequest& q, const Generat
 
 // Runs the stages in order, each timed into q.stats, and returns the result with its stats.
 // A cursor where nothing is to be completed takes no model time. `answer_early` may be empty.
+// A context_only request runs stages 1-3 and Generate::fill_context, and shows nothing.
 lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
                                    const lsp::CancelToken& cancel,
                                    const lsp::Completer::AnswerEarly& answer_early);

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include "base/platform.h"
@@ -42,6 +43,17 @@ class PipelineCompleter : public lsp::Completer {
                                                  const AnswerEarly& answer_early) override {
     PipelineRequest q(request, options_.deadline_ms, options_.max_tokens);
     return run_pipeline(*generate_, q, cancel, answer_early);
+  }
+  // A prompt that lost context to the deadline is computed whole in idle time, so that the next
+  // keystroke here finds that context cached and keeps it.
+  std::optional<lsp::CompletionRequest> follow_up(const lsp::CompletionRequest& request,
+                                                  const lsp::CompletionResult& result) override {
+    if (request.context_only || options_.no_prefix_cache || !result.stats.is_object() ||
+        !result.stats.contains("prefillBound"))
+      return std::nullopt;
+    lsp::CompletionRequest fill = request;
+    fill.context_only = true;
+    return fill;
   }
   std::string describe() const override { return generate_->describe(); }
   std::string model_name() const override { return generate_->model_name(); }

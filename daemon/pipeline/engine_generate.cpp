@@ -89,7 +89,8 @@ void EngineGenerate::load_draft(int threads) {
 }
 
 // A long uncached prompt would miss the deadline in prefill alone: keep the part of the prefix
-// that the measured prefill speed allows in its share of the budget. The KV pool must hold the
+// that the measured prefill speed allows in its share of the budget (not for a context_only
+// request, which computes in idle time what that bound cut). The KV pool must hold the
 // prompt and all that is generated: under a small --kv-mib the completion is shortened to fit
 // rather than failed when the pool runs out in the middle of it.
 void EngineGenerate::prompt(PipelineRequest& q) {
@@ -114,7 +115,7 @@ void EngineGenerate::prompt(PipelineRequest& q) {
   const int budget_tokens = std::max(
       kMinPrefillTokens, static_cast<int>(prefill_budget_ms * target_->prefill_tokens_per_ms()));
   const int full_prompt_tokens = static_cast<int>(q.prompt.tokens.size());
-  for (int tries = 0; tries < 3; ++tries) {
+  for (int tries = 0; tries < 3 && !request.context_only; ++tries) {
     const int uncached = static_cast<int>(q.prompt.tokens.size()) - match_.tokens;
     if (uncached <= budget_tokens) break;
     const int keep_prefix =
@@ -170,6 +171,30 @@ Generated EngineGenerate::generate(PipelineRequest& q, syntax::StopRules& rules,
   generated.stop = r.reason;
   generated.steps_after_cancel = r.speculation.steps_after_cancel;
   return generated;
+}
+
+// The whole prompt into the caches (the draft's too, which would otherwise catch up on it when
+// it next proposes), chunk by chunk: what a cancel leaves computed is kept as well.
+void EngineGenerate::fill_context(PipelineRequest& q, const lsp::CancelToken& cancel) {
+  engine::GenerateOptions options;
+  options.cancel = cancel.flag();
+  engine::GenerateResult r;
+  try {
+    target_->generator().prefill(target_kv_.seq(), q.prompt.tokens, options, r);
+    target_kv_.keep(q.prompt.tokens, {}, use_cache());
+    if (use_draft()) {
+      engine::GenerateResult d;
+      if (!cancel.cancelled())
+        draft_->generator().prefill(draft_kv_.seq(), q.prompt.tokens, options, d);
+      draft_kv_.keep(q.prompt.tokens, {}, use_cache());
+    }
+  } catch (...) {
+    target_kv_ = KvLease();
+    draft_kv_ = KvLease();
+    throw;
+  }
+  target_->update_prefill_rate(r);
+  record(q, r);
 }
 
 // Speculation: n-gram proposals always, the draft model's when there is one. The draft's KV

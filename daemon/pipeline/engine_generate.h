@@ -32,6 +32,7 @@ class EngineGenerate : public Generate {
   void match(PipelineRequest& q) override;
   Generated generate(PipelineRequest& q, syntax::StopRules& rules, const lsp::CancelToken& cancel,
                      const AnswerEarlyText& answer_early_text) override;
+  void fill_context(PipelineRequest& q, const lsp::CancelToken& cancel) override;
   void forget(const lsp::DocumentKey& key) override;
   std::string describe() const override;
   std::string model_name() const override;

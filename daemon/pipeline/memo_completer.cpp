@@ -26,6 +26,7 @@ lsp::CompletionResult MemoCompleter::complete(const lsp::CompletionRequest& requ
 lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::CompletionRequest& request,
                                                               const lsp::CancelToken& cancel,
                                                               const AnswerEarly& answer_early) {
+  if (request.context_only) return inner_->complete(request, cancel);  // nothing to show
   // Queued behind work that has meanwhile made what this request needs.
   if (auto result = recall(request)) return std::move(*result);
   ++inner_calls_;
@@ -42,6 +43,9 @@ lsp::CompletionResult MemoCompleter::complete_answering_early(const lsp::Complet
 
 std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(
     const lsp::CompletionRequest& request, const lsp::CompletionResult& result) {
+  // The context a deadline cut from the prompt comes first: every later keystroke here gains
+  // from it, while the state after accepting is used only if the user accepts.
+  if (auto fill = inner_->follow_up(request, result)) return fill;
   if (!prefetch_ || result.insert_text.empty() || request.has_selected ||
       result.replace_begin != request.cursor || result.replace_end != request.cursor)
     return std::nullopt;
@@ -52,6 +56,7 @@ std::optional<lsp::CompletionRequest> MemoCompleter::follow_up(
   next.text = std::move(accepted);
   next.cursor = request.cursor + result.insert_text.size();
   next.trigger = lsp::TriggerKind::Automatic;
+  next.context_only = false;
   return next;
 }
 

@@ -2,7 +2,8 @@
 // completion just made is answered from memory (on the I/O thread through recall(), or on the
 // engine thread when it was queued behind the work that made it), and after a completion the
 // state of its acceptance is proposed for prefetch, so that accepting a line finds the next
-// one ready.
+// one ready. The wrapped completer's own follow-up (the context a deadline cut from a prompt)
+// goes before it.
 #pragma once
 
 #include <atomic>

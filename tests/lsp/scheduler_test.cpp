@@ -419,6 +419,62 @@ TEST(Scheduler, AcceptingACompletionFindsThePrefetchedOneReady) {
   EXPECT_EQ(completer.calls.load(), 2);
 }
 
+// Completes with "cde" at once; its follow-up fills context (context_only) in `fill_steps` steps
+// of 1 ms, checking the token before each.
+class FillingCompleter : public Completer {
+ public:
+  explicit FillingCompleter(int fill_steps) : fill_steps_(fill_steps) {}
+  CompletionResult complete(const CompletionRequest& r, const CancelToken& cancel) override {
+    if (!r.context_only) {
+      ++calls;
+      return {"cde", r.cursor, r.cursor, {}};
+    }
+    ++fills;
+    for (int i = 0; i < fill_steps_; ++i) {
+      if (cancel.cancelled()) return {};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return {};
+  }
+  std::optional<CompletionRequest> follow_up(const CompletionRequest& r,
+                                             const CompletionResult&) override {
+    if (r.context_only) return std::nullopt;
+    CompletionRequest fill = r;
+    fill.context_only = true;
+    return fill;
+  }
+  std::string describe() const override { return "filling"; }
+  std::atomic<int> calls{0}, fills{0};
+
+ private:
+  int fill_steps_;
+};
+
+TEST(Scheduler, FillingContextGivesWayToTheNextKeystrokeThatContinuesIt) {
+  FakeIoThread io;
+  FillingCompleter completer(100000);
+  Scheduler s(completer, io.poster(), std::chrono::milliseconds(0));
+  std::optional<Outcome> first, second;
+  s.submit("doc", at("ab", 2), [&](Outcome o) { first = o; });
+  ASSERT_TRUE(io.run_until([&] { return first.has_value(); }));
+  wait_for([&] { return completer.fills.load() == 1; });
+  EXPECT_EQ(s.counters().context_started, 1u);
+  EXPECT_EQ(s.counters().prefetch_started, 0u);
+  // The user types at the cursor: kept work would make the request wait for the whole fill (100
+  // s here); the fill stops instead, and the request runs at once.
+  s.document_edited("doc", insert_at(2, "x"), "abx");
+  s.submit("doc", at("abx", 3), [&](Outcome o) { second = o; });
+  ASSERT_TRUE(io.run_until([&] { return second.has_value(); }));
+  EXPECT_EQ(second->kind, Outcome::Kind::Completed);
+  EXPECT_EQ(second->result.insert_text, "cde");
+  auto c = s.counters();
+  EXPECT_EQ(c.context_preempted, 1u);
+  EXPECT_EQ(c.context_finished, 0u);
+  EXPECT_EQ(c.kept_running, 0u);
+  EXPECT_EQ(c.prefetch_preempted, 0u);
+  EXPECT_EQ(completer.calls.load(), 2);
+}
+
 TEST(Typing, TypedAtCursor) {
   CompletionRequest r = at("hello world", 5);
   EXPECT_EQ(typed_at_cursor(r, "hello, world"), ",");

@@ -16,14 +16,15 @@ TEST(StatsReply, NamesEverySchedulerCounter) {
        {&c.submitted, &c.completed, &c.failed, &c.cancelled_by_client, &c.superseded,
         &c.invalidated_by_edit, &c.dropped, &c.completer_calls, &c.answered_from_memory,
         &c.kept_running, &c.kept_finished, &c.answered_early, &c.updated, &c.prefetch_started,
-        &c.prefetch_finished, &c.prefetch_preempted, &c.stopped_runs, &c.steps_after_cancel,
-        &c.max_steps_after_cancel})
+        &c.prefetch_finished, &c.prefetch_preempted, &c.context_started, &c.context_finished,
+        &c.context_preempted, &c.stopped_runs, &c.steps_after_cancel, &c.max_steps_after_cancel})
     *field = ++n;
   EXPECT_EQ(json(c), json::parse(R"({"submitted":1,"completed":2,"failed":3,
       "cancelledByClient":4,"superseded":5,"invalidatedByEdit":6,"dropped":7,"completerCalls":8,
       "answeredFromMemory":9,"keptRunning":10,"keptFinished":11,"answeredEarly":12,"updated":13,
-      "prefetchStarted":14,"prefetchFinished":15,"prefetchPreempted":16,"stoppedRuns":17,
-      "stepsAfterCancel":18,"maxStepsAfterCancel":19})"));
+      "prefetchStarted":14,"prefetchFinished":15,"prefetchPreempted":16,"contextStarted":17,
+      "contextFinished":18,"contextPreempted":19,"stoppedRuns":20,"stepsAfterCancel":21,
+      "maxStepsAfterCancel":22})"));
 }
 
 TEST(StatsReply, CarriesTheCompleterTheRecentRequestsAndTheSession) {

@@ -79,6 +79,51 @@ def test_prefill_of_a_long_uncached_prompt_is_bounded_by_the_deadline():
         d.kill()
 
 
+def test_context_cut_by_the_deadline_is_filled_while_idle_for_the_next_keystroke():
+    # The first prompt is cut to fit a 1 ms deadline; once the daemon is idle it computes the
+    # whole prompt into its cache, so that the next keystroke there finds its context cached and
+    # keeps all of it under the same deadline.
+    d = DaemonProcess(BINARY, ["--model", MODEL, "--threads", "2", "--deadline-ms", "1", "--no-prefetch"])
+    try:
+        d.initialize()
+        text = "".join(f"def f{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(150)) + "def g(y):\n    return "
+        lines = text.split("\n")
+        line, col = len(lines) - 1, len(lines[-1])
+        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///long.py", "languageId": "python",
+                                                           "version": 1, "text": text}})
+        assert "items" in complete(d, "file:///long.py", line, col)["result"]
+        end = time.monotonic() + 60
+        while True:
+            stats = d.response(d.request("ghostline/stats", None))["result"]
+            if stats["scheduler"]["contextFinished"] >= 1 or time.monotonic() > end:
+                break
+            time.sleep(0.05)
+        scheduler = stats["scheduler"]
+        assert scheduler["contextStarted"] == 1 and scheduler["contextFinished"] == 1, scheduler
+        first = stats["recent"][-1]
+        assert "prefillBound" in first, first
+        # A character the first completion does not start with, so that the memory of that
+        # completion does not answer the keystroke.
+        typed = "q" if first.get("generatedText", "").startswith("z") else "z"
+        d.notify("textDocument/didChange", {"textDocument": {"uri": "file:///long.py", "version": 2},
+                                            "contentChanges": [{"range": {"start": {"line": line, "character": col},
+                                                                          "end": {"line": line, "character": col}},
+                                                                "text": typed}]})
+        assert "items" in complete(d, "file:///long.py", line, col + 1)["result"]
+        end = time.monotonic() + 30
+        while True:
+            recent = d.response(d.request("ghostline/stats", None))["result"]["recent"]
+            if (len(recent) == 2 and "promptTokens" in recent[-1]) or time.monotonic() > end:
+                break
+            time.sleep(0.05)
+        second = recent[-1]
+        assert "prefillBound" not in second, second
+        assert second["promptTokens"] > first["promptTokens"] + 100, (first, second)
+        assert second["matchedTokens"] >= second["promptTokens"] - 8, second
+    finally:
+        d.kill()
+
+
 def test_a_completion_past_its_deadline_is_answered_and_then_announced_when_it_grows():
     # A 1 ms deadline: the reply carries what is ready when it is due (here the first token), the
     # work goes on, and when it ends with more, ghostline/completionUpdated tells the client,

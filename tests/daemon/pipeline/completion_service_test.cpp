@@ -113,6 +113,54 @@ TEST(CompletionService, ASmallFileFitsWholeInTheShippedModelsPrompt) {
   EXPECT_GT(stats_of(r)["promptTokens"].get<int>(), 40) << stats_of(r).dump();
 }
 
+// A prompt cut to fit the deadline is followed up in idle time by the same request with
+// context_only set, which computes the whole prompt into the cache and shows nothing; the next
+// keystroke there then finds all its context cached, and keeps it under the same deadline.
+TEST(CompletionService, ContextCutByTheDeadlineIsFilledForTheNextKeystroke) {
+  auto service = make_completion_service(EngineOptions{.model = kModel, .threads = 1});
+  lsp::CancelToken never;
+  std::string text;
+  for (int i = 0; i < 150; ++i)
+    text += "def f" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i) + " + " +
+            std::to_string(i * 7) + "\n\n";
+  text += "def g(y):\n    return ";
+  auto hurried = [](std::string t) {
+    auto r = request_at_end(std::move(t));
+    r.deadline_ms = 1;  // the prefill budget is its minimum, 64 tokens
+    return r;
+  };
+  const auto request = hurried(text);
+  const auto first = service->complete(request, never);
+  ASSERT_TRUE(first.stats.contains("prefillBound")) << first.stats.dump();
+  auto fill = service->follow_up(request, first);
+  ASSERT_TRUE(fill);
+  EXPECT_TRUE(fill->context_only);
+  EXPECT_EQ(fill->cursor, request.cursor);
+  const auto filled = service->complete(*fill, never);
+  EXPECT_EQ(filled.insert_text, "");
+  EXPECT_TRUE(filled.stats.value("contextOnly", false)) << filled.stats.dump();
+  EXPECT_FALSE(filled.stats.contains("prefillBound")) << filled.stats.dump();
+  const int whole = filled.stats["promptTokens"].get<int>();
+  EXPECT_GT(whole, first.stats["promptTokens"].get<int>() + 100) << filled.stats.dump();
+  EXPECT_EQ(filled.stats["prefilledTokens"].get<int>() + filled.stats["matchedTokens"].get<int>(),
+            whole);
+  EXPECT_FALSE(service->follow_up(*fill, filled));
+
+  const auto next = service->complete(hurried(text + "y"), never);
+  const auto& s = stats_of(next);
+  EXPECT_FALSE(s.contains("prefillBound")) << s.dump();
+  EXPECT_GE(s["promptTokens"].get<int>(), whole) << s.dump();
+  EXPECT_GE(s["matchedTokens"].get<int>(), whole - 8) << s.dump();
+  EXPECT_FALSE(service->follow_up(hurried(text + "y"), next));
+
+  // Without the prefix cache there is nothing to keep the context in.
+  EngineOptions uncached{.model = kModel, .threads = 1, .no_prefix_cache = true};
+  auto plain = make_completion_service(uncached);
+  const auto cut = plain->complete(request, never);
+  ASSERT_TRUE(cut.stats.contains("prefillBound"));
+  EXPECT_FALSE(plain->follow_up(request, cut));
+}
+
 // The context stage decides first: where nothing should be completed, no model time is spent,
 // unless the user asked explicitly.
 TEST(CompletionService, NoCompletionInTheMiddleOfAWord) {

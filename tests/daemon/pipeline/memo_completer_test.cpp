@@ -84,5 +84,41 @@ TEST(MemoCompleter, FollowUpIsTheStateAfterAcceptingTheCompletion) {
   EXPECT_FALSE(without.follow_up(request, result));
 }
 
+// Its follow-up is the context a deadline cut from the prompt.
+class CuttingCompleter : public FixedCompleter {
+ public:
+  using FixedCompleter::FixedCompleter;
+  std::optional<lsp::CompletionRequest> follow_up(const lsp::CompletionRequest& r,
+                                                  const lsp::CompletionResult&) override {
+    if (r.context_only) return std::nullopt;
+    lsp::CompletionRequest fill = r;
+    fill.context_only = true;
+    return fill;
+  }
+};
+
+TEST(MemoCompleter, FillingCutContextGoesBeforeThePrefetchAndBypassesTheMemory) {
+  auto inner = std::make_unique<CuttingCompleter>("x = 1\n");
+  auto* cutting = inner.get();
+  MemoCompleter memo(std::move(inner), true);
+  lsp::CancelToken token;
+  auto request = at("a\nb", 2);
+  auto result = memo.complete(request, token);
+  auto next = memo.follow_up(request, result);
+  ASSERT_TRUE(next);
+  EXPECT_TRUE(next->context_only);
+  EXPECT_EQ(next->text, "a\nb");
+  EXPECT_EQ(next->cursor, 2u);
+  // The memory could answer this request, but filling context is the inner completer's work.
+  EXPECT_TRUE(memo.recall(request));
+  memo.complete(*next, token);
+  EXPECT_EQ(cutting->calls, 2);
+  // After the fill, the state after accepting the completion.
+  auto after = memo.follow_up(*next, result);
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(after->context_only);
+  EXPECT_EQ(after->text, "a\nx = 1\nb");
+}
+
 }  // namespace
 }  // namespace ghostline::daemon
