@@ -44,6 +44,7 @@ struct Summary {
   std::map<std::string, std::vector<double>> stages;
   double prompt_tokens = 0, matched_tokens = 0, prefilled_tokens = 0, generated_tokens = 0;
   int matched_stats = 0;
+  int prompts_cut = 0;  // answers whose prompt lost context to the deadline (prefillBound)
   double draft_tokens = 0, accepted_draft_tokens = 0;
   bool has_speculation = false;
 };
@@ -99,6 +100,7 @@ Summary summarize(const ReplayReport& report, int session) {
     s.matched_tokens += r.stats.value("matchedTokens", 0.0);
     s.prefilled_tokens += r.stats.value("prefilledTokens", 0.0);
     s.generated_tokens += r.stats.value("generatedTokens", 0.0);
+    if (r.stats.contains("prefillBound")) ++s.prompts_cut;
     if (r.stats.contains("draftTokens") && r.stats.contains("acceptedDraftTokens")) {
       s.has_speculation = true;
       s.draft_tokens += r.stats.value("draftTokens", 0.0);
@@ -143,6 +145,7 @@ json summary_json(const Summary& s) {
         {"max", optional_json(percentile(s.latencies, 100))}}},
       {"stagesMs", stages},
       {"statsMatched", s.matched_stats},
+      {"promptsCutByDeadline", s.prompts_cut},
       {"prefilledTokensPerKeystroke",
        s.keystrokes ? json(s.prefilled_tokens / s.keystrokes) : json(nullptr)},
       {"cacheHitRate",
@@ -333,6 +336,9 @@ std::string format_table(const ReplayReport& report) {
       all.shown, all.would_accept, pct(all.would_accept, all.shown).c_str(), all.accepted_full,
       all.accepted_line, all.accepted_word, all.saved);
   out << line;
+  std::snprintf(line, sizeof line, "prompts cut to fit the deadline: %d of %d answers\n",
+                all.prompts_cut, all.matched_stats);
+  out << line;
   if (auto sched = report.settings.find("daemonScheduler");
       sched != report.settings.end() && sched->is_object() && sched->contains("stoppedRuns")) {
     auto n = [&](const char* key) { return sched->value(key, 0); };
@@ -340,9 +346,11 @@ std::string format_table(const ReplayReport& report) {
         line, sizeof line,
         "daemon: %d runs stopped by cancellation, %d model steps finished after the cancel "
         "(at most %d in one run); answered from memory %d; kept while typed through %d; "
-        "prefetch started %d, finished %d, preempted %d\n",
+        "prefetch started %d, finished %d, preempted %d; context cut by the deadline filled in "
+        "idle time: started %d, finished %d, preempted %d\n",
         n("stoppedRuns"), n("stepsAfterCancel"), n("maxStepsAfterCancel"), n("answeredFromMemory"),
-        n("keptRunning"), n("prefetchStarted"), n("prefetchFinished"), n("prefetchPreempted"));
+        n("keptRunning"), n("prefetchStarted"), n("prefetchFinished"), n("prefetchPreempted"),
+        n("contextStarted"), n("contextFinished"), n("contextPreempted"));
     out << line;
   }
   out << "speculative acceptance: "

@@ -135,7 +135,11 @@ TEST(ReplayReport, SummarizesRequestsAndFlagsProblems) {
   add(RequestResult::Answered, 10,
       {{"promptTokens", 100}, {"matchedTokens", 90}, {"prefilledTokens", 10}, {"prefillMs", 4.0}});
   add(RequestResult::Answered, 30,
-      {{"promptTokens", 100}, {"matchedTokens", 70}, {"prefilledTokens", 30}, {"prefillMs", 8.0}});
+      {{"promptTokens", 100},
+       {"matchedTokens", 70},
+       {"prefilledTokens", 30},
+       {"prefillMs", 8.0},
+       {"prefillBound", {{"budgetTokens", 64}, {"droppedPromptTokens", 40}}}});
   add(RequestResult::Superseded, 1, nlohmann::json());
   add(RequestResult::Invalidated, 2, nlohmann::json());
   auto j = to_json(r);
@@ -151,6 +155,9 @@ TEST(ReplayReport, SummarizesRequestsAndFlagsProblems) {
   EXPECT_DOUBLE_EQ(s["stagesMs"]["prefillMs"]["mean"].get<double>(), 6.0);
   EXPECT_EQ(s["speculativeAcceptance"], "n/a");
   EXPECT_DOUBLE_EQ(s["wouldAcceptShare"].get<double>(), 0.5);
+  EXPECT_EQ(s["promptsCutByDeadline"], 1);
+  EXPECT_NE(format_table(r).find("prompts cut to fit the deadline: 1 of 2 answers"),
+            std::string::npos);
   EXPECT_TRUE(j["problems"].empty());
 
   add(RequestResult::Pending, -1, nlohmann::json());
