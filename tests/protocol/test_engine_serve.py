@@ -19,6 +19,25 @@ def complete(d, uri, line, character):
     return d.response(id, timeout=30)
 
 
+def stats_when(d, done, timeout):
+    """ghostline/stats, asked until done(result) holds or `timeout` seconds pass; the last result."""
+    end = time.monotonic() + timeout
+    while True:
+        stats = d.response(d.request("ghostline/stats", None))["result"]
+        if done(stats) or time.monotonic() > end:
+            return stats
+        time.sleep(0.05)
+
+
+def open_long_file(d):
+    """Opens a Python file far longer than a prompt; returns the position at its end."""
+    text = "".join(f"def f{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(150)) + "def g(y):\n    return "
+    lines = text.split("\n")
+    d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///long.py", "languageId": "python",
+                                                       "version": 1, "text": text}})
+    return len(lines) - 1, len(lines[-1])
+
+
 def test_completes_and_reuses_kv_across_keystrokes():
     d = DaemonProcess(BINARY, ["--model", MODEL, "--threads", "2", "--deadline-ms", "5000", "--max-tokens", "8"])
     try:
@@ -58,20 +77,11 @@ def test_prefill_of_a_long_uncached_prompt_is_bounded_by_the_deadline():
     d = DaemonProcess(BINARY, ["--model", MODEL, "--threads", "2", "--deadline-ms", "1", "--no-prefetch"])
     try:
         d.initialize()
-        text = "".join(f"def f{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(150)) + "def g(y):\n    return "
-        lines = text.split("\n")
-        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///long.py", "languageId": "python",
-                                                           "version": 1, "text": text}})
-        r = complete(d, "file:///long.py", len(lines) - 1, len(lines[-1]))
+        r = complete(d, "file:///long.py", *open_long_file(d))
         assert "items" in r["result"], r
         # Answered at the deadline with what was ready; the work goes on, and its stats replace
         # the answer's when it ends.
-        end = time.monotonic() + 30
-        while True:
-            stats = d.response(d.request("ghostline/stats", None))["result"]["recent"][-1]
-            if "prefillBound" in stats or time.monotonic() > end:
-                break
-            time.sleep(0.05)
+        stats = stats_when(d, lambda s: "prefillBound" in s["recent"][-1], 30)["recent"][-1]
         assert "prefillBound" in stats, stats
         assert stats["prefillBound"]["droppedPromptTokens"] > 0, stats
         assert stats["prefilledTokens"] <= 64 + 16, stats
@@ -86,18 +96,9 @@ def test_context_cut_by_the_deadline_is_filled_while_idle_for_the_next_keystroke
     d = DaemonProcess(BINARY, ["--model", MODEL, "--threads", "2", "--deadline-ms", "1", "--no-prefetch"])
     try:
         d.initialize()
-        text = "".join(f"def f{i}(x):\n    return x * {i} + {i * 7}\n\n" for i in range(150)) + "def g(y):\n    return "
-        lines = text.split("\n")
-        line, col = len(lines) - 1, len(lines[-1])
-        d.notify("textDocument/didOpen", {"textDocument": {"uri": "file:///long.py", "languageId": "python",
-                                                           "version": 1, "text": text}})
+        line, col = open_long_file(d)
         assert "items" in complete(d, "file:///long.py", line, col)["result"]
-        end = time.monotonic() + 60
-        while True:
-            stats = d.response(d.request("ghostline/stats", None))["result"]
-            if stats["scheduler"]["contextFinished"] >= 1 or time.monotonic() > end:
-                break
-            time.sleep(0.05)
+        stats = stats_when(d, lambda s: s["scheduler"]["contextFinished"] >= 1, 60)
         scheduler = stats["scheduler"]
         assert scheduler["contextStarted"] == 1 and scheduler["contextFinished"] == 1, scheduler
         first = stats["recent"][-1]
@@ -110,12 +111,7 @@ def test_context_cut_by_the_deadline_is_filled_while_idle_for_the_next_keystroke
                                                                           "end": {"line": line, "character": col}},
                                                                 "text": typed}]})
         assert "items" in complete(d, "file:///long.py", line, col + 1)["result"]
-        end = time.monotonic() + 30
-        while True:
-            recent = d.response(d.request("ghostline/stats", None))["result"]["recent"]
-            if (len(recent) == 2 and "promptTokens" in recent[-1]) or time.monotonic() > end:
-                break
-            time.sleep(0.05)
+        recent = stats_when(d, lambda s: len(s["recent"]) == 2 and "promptTokens" in s["recent"][-1], 30)["recent"]
         second = recent[-1]
         assert "prefillBound" not in second, second
         assert second["promptTokens"] > first["promptTokens"] + 100, (first, second)
