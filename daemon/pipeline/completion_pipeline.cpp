@@ -18,6 +18,15 @@ class StageTimer {
   Clock::time_point start_;
 };
 
+// A result that shows nothing at the cursor, with the request's stats so far.
+lsp::CompletionResult nothing_shown(PipelineRequest& q) {
+  lsp::CompletionResult result;
+  result.replace_begin = result.replace_end = q.request.cursor;
+  q.stats.total_ms = ms_since(q.start);
+  result.stats = q.stats.to_json();
+  return result;
+}
+
 }  // namespace
 
 syntax::CompletionContext context_stage(const lsp::CompletionRequest& request, bool sees_suffix) {
@@ -56,12 +65,8 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
   }
   if (q.context.decision == syntax::Decision::None) {
     // Nothing to complete here: no model time at all.
-    lsp::CompletionResult result;
-    result.replace_begin = result.replace_end = q.request.cursor;
-    stats.total_ms = ms_since(q.start);
-    result.stats = stats.to_json();
     spdlog::debug("no completion: {}", q.context.reason);
-    return result;
+    return nothing_shown(q);
   }
   {
     // A prompt bounded by what is cached looks up the cache as it is built: that time is the
@@ -89,12 +94,10 @@ lsp::CompletionResult run_pipeline(Generate& generate, PipelineRequest& q,
       StageTimer t(stats.stages.generate);
       generate.fill_context(q, cancel);
     }
-    lsp::CompletionResult result;
-    result.replace_begin = result.replace_end = q.request.cursor;
-    stats.total_ms = ms_since(q.start);
-    result.stats = stats.to_json();
+    lsp::CompletionResult result = nothing_shown(q);
     result.stats["contextOnly"] = true;
-    spdlog::debug("context filled: {}", result.stats.dump());
+    spdlog::debug("context filled: {} of {} prompt tokens computed", stats.prefilled_tokens,
+                  stats.prompt_tokens);
     return result;
   }
   AnswerEarlyText answer_early_text;
