@@ -48,8 +48,7 @@ class PipelineCompleter : public lsp::Completer {
   // keystroke here finds that context cached and keeps it.
   std::optional<lsp::CompletionRequest> follow_up(const lsp::CompletionRequest& request,
                                                   const lsp::CompletionResult& result) override {
-    if (request.context_only || options_.no_prefix_cache || !result.stats.is_object() ||
-        !result.stats.contains("prefillBound"))
+    if (request.context_only || options_.no_prefix_cache || !result.stats.contains("prefillBound"))
       return std::nullopt;
     lsp::CompletionRequest fill = request;
     fill.context_only = true;

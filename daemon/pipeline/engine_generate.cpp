@@ -182,10 +182,9 @@ void EngineGenerate::fill_context(PipelineRequest& q, const lsp::CancelToken& ca
   try {
     target_->generator().prefill(target_kv_.seq(), q.prompt.tokens, options, r);
     target_kv_.keep(q.prompt.tokens, {}, use_cache());
-    if (use_draft()) {
+    if (use_draft()) {  // (a cancel stops it before its first chunk)
       engine::GenerateResult d;
-      if (!cancel.cancelled())
-        draft_->generator().prefill(draft_kv_.seq(), q.prompt.tokens, options, d);
+      draft_->generator().prefill(draft_kv_.seq(), q.prompt.tokens, options, d);
       draft_kv_.keep(q.prompt.tokens, {}, use_cache());
     }
   } catch (...) {
