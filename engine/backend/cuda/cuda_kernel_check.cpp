@@ -590,11 +590,10 @@ class Cublas {
 // The fp16 GEMM of long batches (GHOSTLINE_CUDA_GEMM=f16) as the backend runs it
 // (cuda::matmul_tiles given fp16 activations: the activations rounded to fp16, the weights
 // dequantized to fp16 tiles of `tile_rows` rows, or an F16 matrix read in place, cublasGemmEx
-// with F32 sums) against the
-// host's product of the same fp16 operands (cuda_math::float_to_half as dequantize_rows_f16
-// rounds, float_to_half_saturated as round_to_f16 does). Within 1e-3 of each value's magnitude:
-// F32 sums of fp16 products, and a weight that the device's dequantization may put one fp16 step
-// away (check_tiles).
+// with F32 sums) against the host's product of the same fp16 operands (cuda_math::float_to_half
+// as dequantize_rows_f16 rounds, float_to_half_saturated as round_to_f16 does). Within 1e-3 of
+// each value's magnitude: F32 sums of fp16 products, and a weight that the device's
+// dequantization may put one fp16 step away (check_tiles).
 void check_gemm_f16(Checker& ck, GgmlType type, int rows, int cols, int n_tokens, int tile_rows,
                     std::mt19937& rng) {
   Device dev;
